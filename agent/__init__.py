@@ -1,0 +1,1 @@
+"""pgs: the agent that fixes issues, checked by properties."""

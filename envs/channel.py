@@ -1,0 +1,173 @@
+"""Client side of the helper protocol (``envs/helper/pgs_helper.py``), shared by both sandboxes.
+
+A :class:`Channel` is a pair of byte streams to one helper process: the Docker sandbox reads
+the demultiplexed attach socket of a ``docker exec``, the local sandbox the pipes of a
+subprocess. :class:`HelperSandbox` implements the :class:`~envs.sandbox.Sandbox` operations on
+top of it, so both sandboxes behave the same way by construction.
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import posixpath
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol, Self
+
+from envs.errors import SandboxClosed, SandboxError
+from envs.sandbox import (
+    DEFAULT_MAX_OUTPUT,
+    DEFAULT_TIMEOUT,
+    SCRATCH_DIRS,
+    CommandResult,
+    diff_command,
+)
+
+#: Seconds a reply may lag behind the command's own time limit before the helper is presumed dead.
+REPLY_GRACE = 30.0
+
+
+def helper_source() -> bytes:
+    """The helper script, as shipped in the package."""
+    return (Path(__file__).parent / "helper" / "pgs_helper.py").read_bytes()
+
+
+class Channel(Protocol):
+    def send(self, data: bytes) -> None: ...
+
+    def readline(self, timeout: float | None) -> bytes:
+        """One line from the helper's stdout, or b"" at end of stream. Raises TimeoutError."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class HelperSandbox:
+    """Sandbox operations over a :class:`Channel`. Subclasses start the helper and upload files."""
+
+    repo_path: str
+    home: str
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, max_output: int = DEFAULT_MAX_OUTPUT,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.default_timeout = timeout
+        self.max_output = max_output
+        self.base_env = dict(env or {})
+        self._channel: Channel | None = None
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # -- helper protocol -------------------------------------------------------------------
+
+    def _attach(self, channel: Channel, *, timeout: float = 60.0) -> None:
+        self._channel = channel
+        hello = self._read_reply(timeout)
+        if not hello.get("ready"):
+            raise SandboxError(f"the sandbox helper did not start: {hello}")
+
+    def _read_reply(self, timeout: float | None) -> dict[str, Any]:
+        assert self._channel is not None
+        try:
+            line = self._channel.readline(timeout)
+        except TimeoutError as e:
+            raise SandboxError(
+                f"the sandbox helper gave no answer within {timeout:.0f} s; the sandbox is "
+                "unusable, start a new one"
+            ) from e
+        if not line:
+            raise SandboxError(
+                "the sandbox helper stopped (the container was removed or ran out of memory); "
+                f"start a new sandbox. {self._helper_stderr()}".rstrip()
+            )
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _helper_stderr(self) -> str:
+        return ""
+
+    def _call(self, op: str, *, wait: float | None, **fields: Any) -> dict[str, Any]:
+        if self._channel is None:
+            raise SandboxClosed("this sandbox is closed; start a new one")
+        with self._lock:
+            rid = next(self._ids)
+            payload = json.dumps({"id": rid, "op": op, **fields}).encode() + b"\n"
+            try:
+                self._channel.send(payload)
+            except OSError as e:
+                raise SandboxError(f"cannot reach the sandbox helper: {e}") from e
+            reply = self._read_reply(wait)
+        if reply.get("id") != rid:
+            raise SandboxError(f"the sandbox helper answered out of order: {reply}")
+        if "error" in reply:
+            raise SandboxError(str(reply["error"]))
+        return reply
+
+    def _abs(self, path: str) -> str:
+        return path if posixpath.isabs(path) else posixpath.join(self.repo_path, path)
+
+    # -- Sandbox ---------------------------------------------------------------------------
+
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        max_output: int | None = None,
+    ) -> CommandResult:
+        limit = self.default_timeout if timeout is None else timeout
+        reply = self._call(
+            "run",
+            wait=limit + REPLY_GRACE,
+            cmd=command,
+            cwd=self._abs(cwd) if cwd else self.repo_path,
+            env={**self.base_env, **(env or {})},
+            timeout=limit,
+            max_output=max_output or self.max_output,
+        )
+        return CommandResult(
+            output=reply["output"],
+            exit_code=reply["exit_code"],
+            timed_out=reply["timed_out"],
+            truncated=reply["truncated"],
+            output_bytes=reply["output_bytes"],
+            duration=reply["duration"],
+        )
+
+    def read_file(self, path: str) -> bytes:
+        try:
+            reply = self._call("read", wait=REPLY_GRACE * 4, path=self._abs(path))
+        except SandboxError as e:
+            if "FileNotFoundError" in str(e):
+                raise FileNotFoundError(path) from None
+            raise
+        return base64.b64decode(reply["data"])
+
+    def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        self._call("write", wait=REPLY_GRACE * 4, path=self._abs(path),
+                   data=base64.b64encode(raw).decode("ascii"), mode=mode)
+
+    def diff(self, *, base: str = "HEAD", exclude: Sequence[str] = SCRATCH_DIRS) -> str:
+        result = self.run(diff_command(base, exclude), max_output=1 << 30)
+        if not result.ok:
+            raise SandboxError(f"git diff failed in the sandbox:\n{result.output[-2000:]}")
+        return result.output
+
+    def _close_channel(self) -> None:
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            channel.close()
+
+    def close(self) -> None:
+        self._close_channel()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

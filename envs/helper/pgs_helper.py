@@ -1,0 +1,182 @@
+"""pgs sandbox helper: one long-lived process that runs commands on request.
+
+Started once per sandbox (inside the container, or on the host for LocalSandbox). It reads one
+JSON request per line on stdin and writes one JSON reply per line on stdout. Each command runs
+as ``bash -c`` in a process group of its own, with the working directory and environment given
+in the request (no shell state carries over), and the whole group is killed when the command
+ends or times out, so background children never outlive it. Output is capped: the head and the
+tail are kept and the number of bytes dropped is reported.
+
+Standard library only, and compatible with Python 3.7+: it runs on the sandbox's system Python,
+whatever Python the repository uses.
+"""
+import base64
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+_write_lock = threading.Lock()
+_out = sys.stdout.buffer
+
+
+def reply(message):
+    data = (json.dumps(message) + "\n").encode("utf-8")
+    with _write_lock:
+        _out.write(data)
+        _out.flush()
+
+
+class CappedBuffer(object):
+    """Keeps the first and last ``cap // 2`` bytes of a stream and counts the rest."""
+
+    def __init__(self, cap):
+        self.half = max(cap // 2, 1)
+        self.head = bytearray()
+        self.tail = collections.deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def add(self, chunk):
+        self.total += len(chunk)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_len += len(chunk)
+            while self.tail_len - len(self.tail[0]) >= self.half:
+                self.tail_len -= len(self.tail.popleft())
+
+    def render(self):
+        tail = b"".join(self.tail)
+        kept = len(self.head) + len(tail)
+        if kept <= 2 * self.half and self.total == kept:
+            return bytes(self.head) + tail, False
+        tail = tail[-self.half:]
+        omitted = self.total - len(self.head) - len(tail)
+        marker = ("\n[... output truncated: %d bytes omitted ...]\n" % omitted).encode()
+        return bytes(self.head) + marker + tail, True
+
+
+def _kill_group(pgid):
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def run(req):
+    env = dict(os.environ)
+    env.update(req.get("env") or {})
+    timeout = req.get("timeout")
+    buf = CappedBuffer(int(req.get("max_output") or 1000000))
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            ["bash", "-c", req["cmd"]],
+            cwd=req.get("cwd") or None,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except (OSError, ValueError) as e:
+        return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
+                "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
+
+    fd = proc.stdout.fileno()
+
+    def pump():
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf.add(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    # The command is over (or out of time): end everything it started in its group.
+    _kill_group(proc.pid)
+    proc.wait()
+    # A child that left the group (setsid) may still hold the pipe: stop waiting for it.
+    reader.join(timeout=1.0)
+    proc.stdout.close()
+    data, truncated = buf.render()
+    return {
+        "output": data.decode("utf-8", "replace"),
+        "exit_code": -9 if timed_out else proc.returncode,
+        "timed_out": timed_out,
+        "truncated": truncated,
+        "output_bytes": buf.total,
+        "duration": time.monotonic() - start,
+    }
+
+
+def read(req):
+    with open(req["path"], "rb") as f:
+        return {"data": base64.b64encode(f.read()).decode("ascii")}
+
+
+def write(req):
+    path = req["path"]
+    parent = os.path.dirname(path)
+    if parent:
+        os.makedirs(parent, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(req["data"]))
+    os.chmod(path, int(req.get("mode", 0o644)))
+    return {}
+
+
+OPS = {"run": run, "read": read, "write": write, "ping": lambda req: {"pid": os.getpid()}}
+
+
+def handle(req):
+    rid = req.get("id")
+    try:
+        result = OPS[req["op"]](req)
+    except KeyError as e:
+        result = {"error": "unknown op or missing field: %s" % e}
+    except Exception as e:  # reported to the caller, never fatal to the helper
+        result = {"error": "%s: %s" % (type(e).__name__, e)}
+    result["id"] = rid
+    reply(result)
+
+
+def main():
+    # Replies go through our own handle on the real stdout; nothing else may write there.
+    sys.stdout = sys.stderr
+    reply({"id": None, "ready": True, "pid": os.getpid()})
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line.decode("utf-8"))
+        except ValueError as e:
+            reply({"id": None, "error": "bad request: %s" % e})
+            continue
+        threading.Thread(target=handle, args=(req,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()

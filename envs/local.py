@@ -1,0 +1,105 @@
+"""LocalSandbox: the Sandbox protocol on the host, in a copy of the repository.
+
+For users without Docker. It offers NO isolation: commands run as you, with your network and
+your files. Only the repository is copied, so the original working tree is never modified.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from envs.channel import HelperSandbox, helper_source
+from envs.errors import NotAGitRepository
+from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
+
+
+class LocalSandboxConfig(BaseModel):
+    """Run on the host in a temporary copy of the repository (no isolation)."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["local"] = "local"
+    timeout: float = Field(DEFAULT_TIMEOUT, description="default time limit per command (s)")
+    max_output: int = Field(DEFAULT_MAX_OUTPUT, description="bytes of output kept per command")
+    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+
+
+class _PipeChannel:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        assert proc.stdin is not None and proc.stdout is not None
+        self._stdin = proc.stdin
+        self._stdout = proc.stdout
+
+    def send(self, data: bytes) -> None:
+        self._stdin.write(data)
+        self._stdin.flush()
+
+    def readline(self, timeout: float | None) -> bytes:
+        result: list[bytes] = []
+        reader = threading.Thread(target=lambda: result.append(self._stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        if reader.is_alive():
+            raise TimeoutError
+        return result[0]
+
+    def close(self) -> None:
+        self._stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._stdout.close()
+
+
+class LocalSandbox(HelperSandbox):
+    def __init__(self, repo: Path, config: LocalSandboxConfig | None = None) -> None:
+        config = config or LocalSandboxConfig()
+        super().__init__(timeout=config.timeout, max_output=config.max_output, env=config.env)
+        repo = Path(repo).resolve()
+        if not (repo / ".git").exists():
+            raise NotAGitRepository(
+                f"{repo} is not a git repository: run `git init` there, or give --repo the "
+                "folder that holds .git"
+            )
+        self._tmp = Path(tempfile.mkdtemp(prefix="pgs-local-"))
+        try:
+            self.repo_path = str(self._tmp / "repo")
+            self.home = str(self._tmp / "home")
+            shutil.copytree(repo, self.repo_path, symlinks=True)
+            os.makedirs(self.home)
+            helper = self._tmp / "pgs_helper.py"
+            helper.write_bytes(helper_source())
+            proc = subprocess.Popen(
+                [sys.executable, "-u", str(helper)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                cwd=self.repo_path,
+                env={**os.environ, "HOME": self.home},
+            )
+            self._attach(_PipeChannel(proc))
+        except BaseException:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            raise
+
+    def upload(self, local: Path, remote: str) -> None:
+        target = Path(self._abs(remote))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if Path(local).is_dir():
+            shutil.copytree(local, target, symlinks=True, dirs_exist_ok=True)
+        else:
+            shutil.copy2(local, target)
+
+    def close(self) -> None:
+        self._close_channel()
+        shutil.rmtree(self._tmp, ignore_errors=True)
