@@ -14,21 +14,19 @@ import base64
 import collections
 import json
 import os
+import selectors
 import signal
 import subprocess
 import sys
-import threading
 import time
 
-_write_lock = threading.Lock()
 _out = sys.stdout.buffer
 
 
 def reply(message):
     data = (json.dumps(message) + "\n").encode("utf-8")
-    with _write_lock:
-        _out.write(data)
-        _out.flush()
+    _out.write(data)
+    _out.flush()
 
 
 class CappedBuffer(object):
@@ -71,6 +69,31 @@ def _kill_group(pgid):
         pass
 
 
+def _pump(proc, buf, timeout):
+    """Read the command's output until it closes or the time limit; True when out of time."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    try:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return proc.poll() is None
+            if not sel.select(left if left is None else min(left, 0.5)):
+                # A background child that left the group (setsid) may hold the pipe open
+                # after the command itself ended: stop reading once the command is gone.
+                if proc.poll() is not None:
+                    return False
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return False
+            buf.add(chunk)
+    finally:
+        sel.close()
+
+
 def run(req):
     env = dict(os.environ)
     env.update(req.get("env") or {})
@@ -91,30 +114,10 @@ def run(req):
         return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
                 "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
 
-    fd = proc.stdout.fileno()
-
-    def pump():
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            buf.add(chunk)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-    timed_out = False
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+    timed_out = _pump(proc, buf, timeout)
     # The command is over (or out of time): end everything it started in its group.
     _kill_group(proc.pid)
     proc.wait()
-    # A child that left the group (setsid) may still hold the pipe: stop waiting for it.
-    reader.join(timeout=1.0)
     proc.stdout.close()
     data, truncated = buf.render()
     return {
@@ -175,7 +178,7 @@ def main():
         except ValueError as e:
             reply({"id": None, "error": "bad request: %s" % e})
             continue
-        threading.Thread(target=handle, args=(req,), daemon=True).start()
+        handle(req)
 
 
 if __name__ == "__main__":

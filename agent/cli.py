@@ -1,0 +1,244 @@
+"""``pgs``: the command line. Every user mistake is one ``pgs: error:`` line and exit code 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent.config import ConfigError, add_config_flags, flag_overrides, load_config
+from agent.loop import Agent, RunResult
+from agent.models import ModelError
+from agent.run import InputError, apply_patch, check_repo, load_issue, output_paths, run_task
+from agent.server import ScriptError
+from agent.tools import ToolConfigError, ToolInstallError
+from envs.cli import USER_ERROR, print_error
+from envs.errors import EnvError
+
+USER_ERRORS = (
+    ConfigError,
+    InputError,
+    EnvError,
+    ModelError,
+    ToolConfigError,
+    ToolInstallError,
+    ScriptError,
+)
+EXAMPLES = Path(__file__).parent / "examples"
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def default_output_dir(model: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}"
+
+
+# -- pgs run ----------------------------------------------------------------------------------
+
+
+def add_run_parser(subparsers: Any) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="fix one issue in a local repository",
+        description="Fix an issue in a local git repository and write the patch and trajectory.",
+    )
+    run.add_argument("--repo", required=True, type=Path, help="path of the git repository")
+    run.add_argument("--issue", required=True, help="a file holding the issue, or its text")
+    run.add_argument("--config", type=Path, help="YAML file with model/agent/sandbox/tools sections")
+    run.add_argument(
+        "--output-dir", type=Path, help="where <id>/<id>.traj, .patch, .pred go "
+        "(default: trajectories/<time>-<model>)"
+    )
+    run.add_argument("--apply", action="store_true", help="apply the patch to --repo at the end")
+    run.add_argument(
+        "--allow-dirty", action="store_true", help="work on top of uncommitted changes"
+    )
+    add_config_flags(run)
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, flag_overrides(args))
+    repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+    task = load_issue(args.issue, repo)
+    output_dir = args.output_dir or default_output_dir(config.model.name)
+    result = _run_with_progress(task, config, output_dir)
+    _report(result, output_paths(output_dir, task.instance_id))
+    if args.apply and result.submission.strip():
+        apply_patch(repo, result.submission)
+        err.print(f"applied the patch to {repo}")
+    return 0 if result.exit_status == "submitted" else 1
+
+
+def _run_with_progress(task: Any, config: Any, output_dir: Path) -> RunResult:
+    started = time.monotonic()
+    with err.status(f"{task.instance_id}: starting") as status:
+
+        def on_status(text: str) -> None:
+            status.update(f"{task.instance_id}: {text}")
+
+        def on_step(agent: Agent, step: dict[str, Any]) -> None:
+            stats = agent.model.stats
+            action = step["action"].splitlines()[0][:70] if step["action"] else ""
+            status.update(
+                f"step {agent.steps} | {action} | {stats.tokens_sent + stats.tokens_received} "
+                f"tokens | ${stats.instance_cost:.3f} | {time.monotonic() - started:.0f}s"
+            )
+
+        try:
+            return run_task(task, config, output_dir, status=on_status, on_step=on_step)
+        except KeyboardInterrupt:
+            traj = output_paths(output_dir, task.instance_id)["traj"]
+            err.print(f"interrupted; the trajectory so far is in {traj}")
+            raise
+
+
+def _report(result: RunResult, paths: dict[str, Path]) -> None:
+    if result.submission.strip():
+        print(result.submission, end="" if result.submission.endswith("\n") else "\n")
+    else:
+        err.print("(no changes)")
+    stats = result.trajectory.info.get("model_stats", {})
+    err.print(
+        f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
+        f"{stats.get('tokens_sent', 0)} sent, {stats.get('tokens_received', 0)} received | "
+        f"cost: ${stats.get('instance_cost', 0.0):.4f} | time: "
+        f"{result.trajectory.info.get('duration', 0):.1f}s"
+    )
+    err.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
+
+
+# -- pgs demo ---------------------------------------------------------------------------------
+
+
+def add_demo_parser(subparsers: Any) -> None:
+    demo = subparsers.add_parser(
+        "demo",
+        help="fix the bundled example issue end to end",
+        description="Fix a bug in a bundled example repository, in a Docker sandbox. Without "
+        "OPENAI_API_KEY the model is a recorded session played by the scripted server; with it, "
+        "the real model (--model) does the work.",
+    )
+    demo.add_argument("--model", default="gpt-4o-mini", help="model used when OPENAI_API_KEY is set")
+    demo.add_argument("--output-dir", type=Path, default=Path("trajectories") / "demo")
+    demo.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    demo.set_defaults(func=cmd_demo)
+
+
+def make_example_repo(dest: Path, name: str = "median") -> Path:
+    """The example repository as a git repo; fixed dates make its commit (and image) stable."""
+    import subprocess
+
+    shutil.copytree(EXAMPLES / name / "repo", dest)
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    }
+    ident = ["-c", "user.name=pgs", "-c", "user.email=pgs@example.com"]
+    for cmd in (["init", "-q", "-b", "main"], ["add", "-A"], [*ident, "commit", "-qm", "init"]):
+        subprocess.run(["git", *cmd], cwd=dest, env=env, check=True, capture_output=True)
+    return dest
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agent.server import ScriptedServer
+
+    example = EXAMPLES / "median"
+    with tempfile.TemporaryDirectory(prefix="pgs-demo-") as tmp:
+        repo = make_example_repo(Path(tmp) / "stats")
+        task = load_issue(str(example / "issue.md"), repo)
+        overrides: dict[str, Any] = {"sandbox": {"type": args.sandbox}}
+        if os.environ.get("OPENAI_API_KEY"):
+            overrides["model"] = {"name": args.model}
+            server = None
+        else:
+            if args.sandbox != "docker":
+                raise InputError("the recorded demo edits /repo: run it with --sandbox docker")
+            server = ScriptedServer(example / "replay.yaml")
+            server.start()
+            overrides["model"] = {
+                "name": "demo-replay",
+                "base_url": server.url,
+                "prices": {"demo-replay": [0.0, 0.0]},
+            }
+            err.print(f"no OPENAI_API_KEY: replaying a recorded session through {server.url}")
+        try:
+            config = load_config(None, overrides)
+            result = _run_with_progress(task, config, args.output_dir)
+        finally:
+            if server is not None:
+                server.stop()
+        _report(result, output_paths(args.output_dir, task.instance_id))
+        return _check_hidden_tests(repo, result.submission, example / "hidden")
+
+
+def _check_hidden_tests(repo: Path, patch: str, hidden: Path) -> int:
+    """Apply the patch to a fresh copy and run the tests the agent never saw, in the sandbox."""
+    from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+    from envs.images import build_repo_image
+
+    image = build_repo_image(repo)
+    with DockerSandbox(DockerSandboxConfig(image=image.tag)) as box:
+        box.upload(hidden, "/repo/hidden_tests")
+        box.write_file("/tmp/agent.patch", patch)
+        result = box.run(
+            "git apply /tmp/agent.patch && python3 -m pytest -q -p no:cacheprovider "
+            "tests hidden_tests",
+            timeout=300,
+        )
+    tail = "\n".join(result.output.strip().splitlines()[-3:])
+    verdict = "PASS" if result.ok else "FAIL"
+    err.print(f"hidden tests on the patched repository: {verdict}\n{tail}")
+    return 0 if result.ok else 1
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from agent.server import register as register_server
+    from envs.cli import register as register_env
+
+    parser = argparse.ArgumentParser(
+        prog="pgs",
+        description="pgs fixes issues in real repositories; each patch is checked in a sandbox.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    add_run_parser(commands)
+    add_demo_parser(commands)
+    register_env(commands)
+    register_server(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="pgs: %(levelname)s: %(message)s",
+    )
+    try:
+        code: int = args.func(args)
+    except USER_ERRORS as e:
+        print_error(str(e))
+        return USER_ERROR
+    except KeyboardInterrupt:
+        print_error("interrupted")
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

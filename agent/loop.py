@@ -1,0 +1,357 @@
+"""The Generator: a ReAct loop over an OpenAI-compatible model and a sandbox.
+
+    run → step → query → parse → execute → observe
+
+Control flow goes through a few exceptions that carry what the run ends with:
+:class:`Submitted` (the model submitted a patch), :class:`LimitReached` (steps, time or cost;
+the current diff is kept as the submission), :class:`Forfeited`, and
+:class:`~agent.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a row).
+The trajectory is written after every step and in a ``finally``, so Ctrl-C or a crash leaves a
+valid ``.traj`` with its exit status.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
+from agent.parsing import FormatError, interactive_refusal, parse_text_action
+from agent.tools import BASH_TOOL, OutputKind, Toolset, classify_output
+from agent.trajectory import Trajectory
+from envs.sandbox import Sandbox
+
+SYSTEM_TEMPLATE = """\
+You are a careful software engineer working in a git repository at {{ repo_path }}.
+You fix the issue you are given by exploring the code, editing files and running commands.
+Every command runs in a fresh shell in {{ repo_path }}: `cd` and `export` do not carry over.
+Interactive programs (vim, less, a bare python) are not available.
+{% if not function_calling %}
+Reply with your reasoning, then exactly ONE command in a fenced block:
+
+```bash
+the command
+```
+
+Tools you can run as commands, besides any shell command:
+{{ tool_docs }}
+{% endif %}
+When the issue is fixed, run `submit`.
+"""
+
+INSTANCE_TEMPLATE = """\
+<issue>
+{{ problem_statement }}
+</issue>
+
+Fix this issue in the repository at {{ repo_path }} with as small a change as possible to the
+non-test files. First find and reproduce the problem, then edit the code, then check your fix,
+then submit.
+"""
+
+OBSERVATION_TEMPLATE = """\
+{% if output %}{{ output }}{% else %}(the command printed nothing and exited with {{ exit_code }}){% endif %}
+{% if timed_out %}
+The command was stopped after {{ timeout }} s. Run something faster, or in smaller parts.
+{% endif %}"""
+
+FORMAT_ERROR_TEMPLATE = """\
+Your reply could not be used: {{ error }}
+{% if function_calling %}Call exactly one tool.{% else %}Reply with your reasoning and exactly \
+one fenced ```bash block holding one command.{% endif %}"""
+
+ELIDED_TEMPLATE = "Old output of this command omitted ({{ lines }} lines)."
+
+
+class AgentConfig(BaseModel):
+    """How the Generator works: prompts, limits and history handling."""
+
+    model_config = ConfigDict(extra="forbid")
+    system_template: str = SYSTEM_TEMPLATE
+    instance_template: str = INSTANCE_TEMPLATE
+    observation_template: str = OBSERVATION_TEMPLATE
+    format_error_template: str = FORMAT_ERROR_TEMPLATE
+    step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
+    time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
+    command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")
+    max_format_errors: int = Field(3, ge=1, description="malformed replies in a row before exit")
+    max_observation_chars: int = Field(
+        12_000, gt=200, description="longer command output is cut in the middle"
+    )
+    keep_observations: int = Field(
+        5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
+    )
+
+
+class Submitted(Exception):
+    def __init__(self, patch: str) -> None:
+        self.patch = patch
+
+
+class LimitReached(Exception):
+    """A step, time or cost limit; ``status`` is the exit status suffix (exit_cost, ...)."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Forfeited(Exception):
+    pass
+
+
+@dataclass
+class Action:
+    thought: str
+    command: str
+    #: The tool call this command answers (function calling), else None.
+    call_id: str | None = None
+    tool: str | None = None
+
+
+@dataclass
+class RunResult:
+    exit_status: str
+    submission: str
+    steps: int
+    trajectory: Trajectory
+
+
+def cut_middle(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    omitted = len(text) - 2 * half
+    return (
+        f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
+        f"range to see them ...]\n{text[-half:]}"
+    )
+
+
+class Agent:
+    def __init__(
+        self,
+        config: AgentConfig,
+        model: Model,
+        sandbox: Sandbox,
+        toolset: Toolset,
+        trajectory: Trajectory,
+        *,
+        function_calling: bool = True,
+        on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.sandbox = sandbox
+        self.toolset = toolset
+        self.traj = trajectory
+        self.function_calling = function_calling
+        self.on_step = on_step
+        self.messages: list[dict[str, Any]] = []
+        self.env: dict[str, str] = {}
+        self.state: dict[str, Any] = {}
+        self.steps = 0
+        self.format_errors = 0
+        self.started = 0.0
+        self._jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+    # -- run ----------------------------------------------------------------------------------
+
+    def run(self, problem_statement: str) -> RunResult:
+        self.started = time.monotonic()
+        status, submission = "exit_error", ""
+        try:
+            self.setup(problem_statement)
+            while True:
+                self.step()
+        except Submitted as e:
+            status, submission = "submitted", e.patch
+        except LimitReached as e:
+            status, submission = f"submitted ({e.status})", self._current_diff()
+            self.traj.info["limit_message"] = str(e)
+        except Forfeited:
+            status = "exit_forfeit"
+        except FormatError as e:
+            status, submission = "exit_format", self._current_diff()
+            self.traj.info["error"] = str(e)
+        except KeyboardInterrupt:
+            status, submission = "interrupted", self._current_diff()
+            raise
+        except Exception as e:
+            status, submission = "exit_error", self._current_diff()
+            self.traj.info["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self.traj.info.update(
+                exit_status=status,
+                submission=submission,
+                model_stats=self.model.stats.model_dump(),
+                steps=self.steps,
+                duration=round(time.monotonic() - self.started, 3),
+            )
+            self.traj.history = self.messages
+            self.traj.save()
+        return RunResult(status, submission, self.steps, self.traj)
+
+    def setup(self, problem_statement: str) -> None:
+        self.env = self.toolset.install(self.sandbox)
+        values = {
+            "repo_path": self.sandbox.repo_path,
+            "problem_statement": problem_statement,
+            "function_calling": self.function_calling,
+            "tool_docs": self.toolset.text_docs(),
+        }
+        self.add("system", self.render(self.config.system_template, values), "system")
+        self.add("user", self.render(self.config.instance_template, values), "user")
+        self.traj.save()
+
+    def step(self) -> None:
+        self.check_limits()
+        response = self.query()
+        try:
+            actions = self.parse(response)
+        except FormatError as e:
+            self.format_errors += 1
+            self.add_reply(response, tool_calls=False)
+            if self.format_errors >= self.config.max_format_errors:
+                raise
+            self.add("user", self.render(
+                    self.config.format_error_template,
+                    {"error": str(e), "function_calling": self.function_calling},
+                ),
+                     "format_error")
+            return
+        self.format_errors = 0
+        self.add_reply(response, tool_calls=True)
+        for action in actions:
+            self.execute(action, response)
+
+    # -- the parts of a step ------------------------------------------------------------------
+
+    def check_limits(self) -> None:
+        cfg = self.config
+        if cfg.step_limit and self.steps >= cfg.step_limit:
+            raise LimitReached("exit_step_limit", f"step limit of {cfg.step_limit} reached")
+        if cfg.time_limit and time.monotonic() - self.started >= cfg.time_limit:
+            raise LimitReached("exit_time", f"time limit of {cfg.time_limit:.0f} s reached")
+
+    def query(self) -> ModelResponse:
+        tools = self.toolset.openai_tools() if self.function_calling else None
+        try:
+            return self.model.query(self.prompt(), tools)
+        except CostLimitExceeded as e:
+            raise LimitReached("exit_cost", str(e)) from e
+        except ContextWindowExceeded as e:
+            raise LimitReached("exit_context", str(e)) from e
+
+    def parse(self, response: ModelResponse) -> list[Action]:
+        if not self.function_calling:
+            thought, command = parse_text_action(response.content)
+            return [Action(thought, command)]
+        if not response.tool_calls:
+            raise FormatError("your reply called no tool")
+        actions = []
+        for call in response.tool_calls:
+            if call.error:
+                raise FormatError(f"the arguments of {call.name} are malformed: {call.error}")
+            command = self.toolset.to_command(call.name, call.arguments)
+            actions.append(Action(response.content, command, call.id, call.name))
+        return actions
+
+    def execute(self, action: Action, response: ModelResponse) -> None:
+        self.steps += 1
+        start = time.monotonic()
+        refusal = interactive_refusal(action.command)
+        if refusal is not None:
+            observation, kind, patch, exit_code = refusal, OutputKind.NORMAL, None, 1
+            timed_out = False
+        else:
+            result = self.sandbox.run(
+                action.command, timeout=self.config.command_timeout, env=self.env
+            )
+            out = classify_output(result.output)
+            kind, patch, exit_code, timed_out = out.kind, out.patch, result.exit_code, result.timed_out
+            observation = cut_middle(out.text, self.config.max_observation_chars)
+        self.state = self.toolset.state(self.sandbox, self.env)
+        rendered = self.render(
+            self.config.observation_template,
+            {"output": observation, "exit_code": exit_code, "timed_out": timed_out,
+             "timeout": self.config.command_timeout, **self.state},
+        )
+        self.add_observation(rendered, action)
+        step = {
+            "action": action.command,
+            "observation": observation,
+            "response": response.content,
+            "thought": action.thought,
+            "execution_time": round(time.monotonic() - start, 4),
+            "state": self.state,
+            "query": self.traj_query(),
+            "tool": action.tool,
+            "exit_code": exit_code,
+        }
+        self.traj.steps.append(step)
+        self.traj.history = self.messages
+        self.traj.save()
+        if self.on_step is not None:
+            self.on_step(self, step)
+        if kind is OutputKind.SUBMISSION:
+            raise Submitted(patch or "")
+        if kind is OutputKind.EXIT_FORFEIT:
+            raise Forfeited()
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def render(self, template: str, values: dict[str, Any]) -> str:
+        return self._jinja.from_string(template).render(**values).strip()
+
+    def add(self, role: str, content: str, message_type: str, **extra: Any) -> None:
+        self.messages.append(
+            {"role": role, "content": content, "agent": "main", "message_type": message_type,
+             **extra}
+        )
+
+    def add_reply(self, response: ModelResponse, *, tool_calls: bool) -> None:
+        message = response.message()
+        extra: dict[str, Any] = {}
+        if tool_calls and "tool_calls" in message:
+            extra["tool_calls"] = message["tool_calls"]
+        content = message["content"] or ""
+        if not tool_calls and response.tool_calls:  # keep what it asked for, as plain text
+            calls = "; ".join(f"{c.name}({c.raw_arguments})" for c in response.tool_calls)
+            content = f"{content}\n[tool calls: {calls}]".strip()
+        self.add("assistant", content, "action", **extra)
+
+    def add_observation(self, text: str, action: Action) -> None:
+        if action.call_id is not None:
+            self.add("tool", text, "observation", tool_call_id=action.call_id)
+        else:
+            self.add("user", text, "observation")
+
+    def prompt(self) -> list[dict[str, Any]]:
+        """The messages sent to the model: older observations elided to stay within context."""
+        observations = [i for i, m in enumerate(self.messages) if m["message_type"] == "observation"]
+        old = set(observations[: -self.config.keep_observations])
+        out = []
+        for i, m in enumerate(self.messages):
+            msg = {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")}
+            if i in old:
+                lines = m["content"].count("\n") + 1
+                msg["content"] = self.render(ELIDED_TEMPLATE, {"lines": lines})
+            out.append(msg)
+        return out
+
+    def traj_query(self) -> list[dict[str, Any]]:
+        """The last exchange only: the whole prompt per step would make the .traj quadratic."""
+        return self.prompt()[-3:]
+
+    def _current_diff(self) -> str:
+        try:
+            return self.sandbox.diff()
+        except Exception:  # the sandbox may be the thing that failed
+            return ""

@@ -1,0 +1,213 @@
+"""Reading actions out of a model's text reply, and refusing commands that would hang.
+
+Text mode (models without tool calls): a reply is a thought plus exactly one fenced code block,
+labelled ``bash``/``sh``/``shell`` or unlabelled; :func:`parse_text_action` returns
+``(thought, command)`` or raises :class:`FormatError` whose message tells the model the format.
+Blocks in other languages (```python, ```diff) are part of the thought.
+
+:func:`interactive_refusal` catches commands that wait for a terminal (editors, pagers, a bare
+REPL): the sandbox has none, so they would only burn the time limit.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+
+#: Languages of a fenced block that count as the action.
+ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
+
+FORMAT_HELP = """\
+Your reply must contain exactly ONE bash code block with the command to run, after your
+reasoning. Use this format:
+
+THOUGHT: why you run this command.
+
+```bash
+the command (one command, or several joined with && or written on separate lines)
+```
+
+To finish, run `submit` in that block."""
+
+_FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[ \t]*$")
+_FENCE_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
+
+
+class FormatError(ValueError):
+    """The model's reply cannot be turned into an action. ``str(error)`` is sent back to it."""
+
+
+def find_action_blocks(reply: str) -> list[tuple[int, int, str]]:
+    """Fenced action blocks of ``reply`` as (start offset, end offset, body)."""
+    blocks: list[tuple[int, int, str]] = []
+    lines = reply.splitlines(keepends=True)
+    offset = 0
+    open_at: int | None = None
+    language = ""
+    body: list[str] = []
+    for line in lines:
+        text = line.rstrip("\r\n")
+        if open_at is None:
+            m = _FENCE_OPEN.match(text)
+            if m:
+                open_at, language, body = offset, m.group(1).lower(), []
+        elif _FENCE_CLOSE.match(text):
+            if language in ACTION_LANGUAGES:
+                blocks.append((open_at, offset + len(line), "".join(body)))
+            open_at = None
+        else:
+            body.append(line)
+        offset += len(line)
+    if open_at is not None and language in ACTION_LANGUAGES:
+        raise FormatError(
+            "Your code block was never closed: end it with a line holding only ```.\n\n"
+            + FORMAT_HELP
+        )
+    return blocks
+
+
+def parse_text_action(reply: str) -> tuple[str, str]:
+    """Split a text-mode reply into (thought, command)."""
+    blocks = find_action_blocks(reply)
+    if len(blocks) != 1:
+        found = "no bash code block" if not blocks else f"{len(blocks)} bash code blocks"
+        raise FormatError(f"Your reply had {found}.\n\n{FORMAT_HELP}")
+    start, end, body = blocks[0]
+    command = body.strip()
+    if not command:
+        raise FormatError(f"Your bash code block was empty.\n\n{FORMAT_HELP}")
+    thought = (reply[:start] + reply[end:]).strip()
+    return thought, command
+
+
+# -- commands that need a terminal ------------------------------------------------------------
+
+_EDIT_HINT = (
+    "To read a file use `str_replace_editor view <absolute path>` (or `cat -n`, "
+    "`sed -n '10,40p'`); to change it use `str_replace_editor str_replace` or `insert`."
+)
+_PAGER_HINT = "Use `cat`, `head`, `tail`, `grep -n` or `sed -n '10,40p' FILE` instead."
+_REPL_HINT = "Run code with `python -c '...'`, or write a script and run `python script.py`."
+_INTERACTIVE: dict[str, str] = {
+    **dict.fromkeys(
+        ("vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit"), _EDIT_HINT
+    ),
+    **dict.fromkeys(("less", "more", "most", "pg"), _PAGER_HINT),
+    **dict.fromkeys(("top", "htop", "atop", "watch"), "Use `ps aux` (once) instead."),
+}
+_REPLS = re.compile(r"^(python[0-9.]*|ipython[0-9.]*|pypy[0-9.]*|bpython)$")
+_WRAPPERS = frozenset({"sudo", "env", "exec", "command", "time", "nohup", "nice", "stdbuf"})
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", ";;", "{", "}"})
+_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\1")
+
+
+def interactive_refusal(command: str) -> str | None:
+    """A message refusing ``command`` if it would wait for a terminal, else None."""
+    for words, stdin_redirected in _simple_commands(command):
+        program, args = _program(words)
+        if program is None:
+            continue
+        name = posixpath.basename(program)
+        if name in _INTERACTIVE and not (name == "emacs" and "--batch" in args):
+            return (
+                f"`{name}` needs an interactive terminal, which this shell does not have, "
+                f"so it would hang until the time limit. {_INTERACTIVE[name]}"
+            )
+        if _REPLS.match(name) and not stdin_redirected and _is_bare_repl(args):
+            return (
+                f"`{' '.join([name, *args])}` starts an interactive interpreter, which would "
+                f"hang: this shell has no terminal. {_REPL_HINT}"
+            )
+    return None
+
+
+def _strip_heredocs(command: str) -> str:
+    """Drop heredoc bodies: their lines are data, not commands."""
+    out: list[str] = []
+    pending: list[str] = []
+    for line in command.split("\n"):
+        if pending:
+            if line.lstrip("\t") == pending[0]:
+                pending.pop(0)
+            continue
+        out.append(line)
+        pending = [m.group(2) for m in _HEREDOC.finditer(line)]
+    return "\n".join(out)
+
+
+def _tokens(command: str) -> list[str]:
+    lines = _strip_heredocs(command).split("\n")
+    text = " ; ".join(line for line in lines if not line.lstrip().startswith("#"))
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to a rough split
+        return re.findall(r"[;&|()]+|[^\s;&|()]+", text)
+
+
+def _simple_commands(command: str) -> list[tuple[list[str], bool]]:
+    """Words of each simple command, and whether its stdin comes from a pipe or redirect."""
+    result: list[tuple[list[str], bool]] = []
+    words: list[str] = []
+    piped = redirected = False
+    tokens = _tokens(command)
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok in _SEPARATORS:
+            if words:
+                result.append((words, piped or redirected))
+            words, redirected = [], False
+            piped = tok in ("|", "|&")
+        elif tok and set(tok) <= set("<>&"):
+            redirected = redirected or tok.startswith("<")
+            i += 1  # skip the redirect's target
+        else:
+            words.append(tok)
+        i += 1
+    if words:
+        result.append((words, piped or redirected))
+    return result
+
+
+def _program(words: list[str]) -> tuple[str | None, list[str]]:
+    """Skip variable assignments and wrappers (sudo, env, timeout N, ...) to the program."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if re.match(r"^[A-Za-z_]\w*=", word):
+            i += 1
+        elif word in _WRAPPERS:
+            i += 1
+            while i < len(words) and words[i].startswith("-"):
+                i += 1
+        elif word == "timeout":
+            i += 1
+            while i < len(words) and (words[i].startswith("-") or re.match(r"^\d", words[i])):
+                i += 1
+        else:
+            return word, words[i + 1 :]
+    return None, []
+
+
+def _is_bare_repl(args: list[str]) -> bool:
+    """True when a Python interpreter gets no script, ``-c`` or ``-m`` (or asks for ``-i``)."""
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in ("-", "-h", "-?", "--help", "-V", "-VV", "--version") or not arg.startswith("-"):
+            return False
+        if not arg.startswith("--"):
+            for j, flag in enumerate(arg[1:]):
+                if flag in "cm":
+                    return False
+                if flag == "i":
+                    return True
+                if flag in "WX":  # takes a value: the rest of this word, or the next word
+                    i += 1 if j == len(arg) - 2 else 0
+                    break
+        i += 1
+    return True

@@ -1,0 +1,186 @@
+"""One task from start to finish: check the inputs, open the sandbox, run the Generator, write
+``<id>.traj``, ``<id>.patch`` and ``<id>.pred`` under the output folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agent.config import RunConfig, dump
+from agent.loop import Agent, RunResult
+from agent.models import GlobalStats, get_model
+from agent.tools import Toolset
+from agent.trajectory import Trajectory, secrets_from_env, write_atomic
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from envs.errors import EnvError, NotAGitRepository
+from envs.local import LocalSandbox
+from envs.sandbox import SCRATCH_DIRS, Sandbox
+
+Status = Callable[[str], None]
+
+
+class InputError(ValueError):
+    """A repository, issue or option the user must fix; the message says how."""
+
+
+@dataclass(frozen=True)
+class Task:
+    instance_id: str
+    problem_statement: str
+    repo: Path
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def check_repo(repo: Path, *, allow_dirty: bool) -> Path:
+    repo = Path(repo).expanduser()
+    if not repo.exists():
+        raise InputError(f"the repository path {repo} does not exist")
+    repo = repo.resolve()
+    try:
+        top = Path(_git(repo, "rev-parse", "--show-toplevel").strip())
+        _git(repo, "rev-parse", "--verify", "HEAD")
+    except subprocess.CalledProcessError:
+        raise NotAGitRepository(
+            f"{repo} is not a git repository with a commit: run `git init` and commit, or "
+            "point --repo at the folder that holds .git"
+        ) from None
+    if top != repo:
+        raise InputError(f"{repo} is inside the repository {top}: pass --repo {top}")
+    dirty = _git(repo, "status", "--porcelain", "--untracked-files=normal").strip()
+    if dirty and not allow_dirty:
+        first = dirty.splitlines()[0]
+        raise InputError(
+            f"the working tree of {repo} has uncommitted changes ({first.strip()!r}...): commit "
+            "or stash them, or pass --allow-dirty to work on top of them"
+        )
+    return repo
+
+
+def load_issue(issue: str, repo: Path) -> Task:
+    """``issue`` is a file's path or the issue's text itself."""
+    path = Path(issue).expanduser()
+    is_file = len(issue) < 1024 and "\n" not in issue and path.is_file()
+    text = path.read_text(encoding="utf-8") if is_file else issue
+    if not text.strip():
+        where = f"the file {path}" if is_file else "the --issue text"
+        raise InputError(f"{where} is empty: describe the problem to fix")
+    stem = path.stem if is_file else "issue-" + hashlib.sha256(text.encode()).hexdigest()[:8]
+    instance_id = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{repo.name}__{stem}").strip("-")
+    return Task(instance_id, text.strip(), repo)
+
+
+def open_sandbox(config: RunConfig, repo: Path, run_id: str, status: Status) -> Sandbox:
+    box: Sandbox
+    if isinstance(config.sandbox, DockerSandboxConfig):
+        sandbox_config = config.sandbox
+        if not sandbox_config.image:
+            from envs.images import build_repo_image
+
+            status("preparing the repository image (cached after the first time)")
+            image = build_repo_image(repo, status=status, run_id=run_id)
+            sandbox_config = sandbox_config.model_copy(update={"image": image.tag})
+        status("starting the sandbox")
+        box = DockerSandbox(sandbox_config, run_id=run_id)
+    else:
+        box = LocalSandbox(repo, config.sandbox)
+    try:
+        _carry_working_tree(box, repo, copied=isinstance(box, LocalSandbox))
+    except BaseException:
+        box.close()
+        raise
+    return box
+
+
+def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
+    """Give the sandbox the user's uncommitted changes, committed there, so the agent's patch
+    holds only the agent's own changes and applies on top of the user's tree. ``copied``: the
+    sandbox already holds the working tree (LocalSandbox), only the commit is missing."""
+    patch = _git(repo, "diff", "HEAD", "--binary")
+    untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
+    if not patch and not any(untracked):
+        return
+    if patch and not copied:
+        box.write_file("/tmp/pgs-worktree.patch", patch)
+        result = box.run("git apply --whitespace=nowarn /tmp/pgs-worktree.patch")
+        if not result.ok and "already exists" not in result.output:
+            raise EnvError(f"could not carry the uncommitted changes over:\n{result.output}")
+    for name in filter(None, untracked):
+        if not copied and not any(name.startswith(d + "/") for d in SCRATCH_DIRS):
+            box.write_file(name, (repo / name).read_bytes())
+    box.run(
+        "git add -A && git -c user.name=pgs -c user.email=pgs@localhost "
+        "commit -q --no-verify -m 'pgs: uncommitted changes'"
+    )
+
+
+def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
+    folder = output_dir / instance_id
+    return {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
+
+
+def run_task(
+    task: Task,
+    config: RunConfig,
+    output_dir: Path,
+    *,
+    status: Status = lambda _: None,
+    on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+    global_stats: GlobalStats | None = None,
+) -> RunResult:
+    run_id = uuid.uuid4().hex[:12]
+    paths = output_paths(output_dir, task.instance_id)
+    replay = dump(config)
+    replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
+    traj = Trajectory(
+        paths["traj"], replay_config=replay, secrets=secrets_from_env([config.model.api_key_env])
+    )
+    traj.info["instance_id"] = task.instance_id
+    traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
+    model = get_model(config.model, global_stats)
+    toolset = Toolset.from_paths(config.tools.bundles)
+    with open_sandbox(config, task.repo, run_id, status) as sandbox:
+        status("the agent is working")
+        agent = Agent(
+            config.agent,
+            model,
+            sandbox,
+            toolset,
+            traj,
+            function_calling=config.model.function_calling,
+            on_step=on_step,
+        )
+        result = agent.run(task.problem_statement)
+    write_atomic(paths["patch"], result.submission)
+    pred = {
+        "instance_id": task.instance_id,
+        "model_name_or_path": config.model.name,
+        "model_patch": result.submission,
+    }
+    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+    return result
+
+
+def apply_patch(repo: Path, patch: str) -> None:
+    """Apply the agent's patch to the user's working tree (checked first, all or nothing)."""
+    if not patch.strip():
+        raise InputError("the run produced an empty patch: nothing to apply")
+    for check in (True, False):
+        args = ["git", "apply", "--whitespace=nowarn", *(["--check"] if check else []), "-"]
+        done = subprocess.run(args, cwd=repo, input=patch, text=True, capture_output=True)
+        if done.returncode != 0:
+            raise InputError(
+                f"the patch does not apply to {repo}: {done.stderr.strip()}; the patch file "
+                "is kept, apply it by hand"
+            )

@@ -1,0 +1,108 @@
+"""Sandbox speed, side by side with one `docker exec` per command (what mini-swe-agent does).
+
+    .venv/bin/python bench/sandbox.py [--n 200] [--image pgs-base:py3.9]
+
+Prints p50/p95 round trip of `true` through DockerSandbox, through `docker exec` with the CLI
+(mini-swe-agent's DockerEnvironment: `docker exec -w DIR CID bash -lc CMD`) and through the SDK's
+exec_run; container start time; cold and warm repository-image build; reading a 1 MB file.
+Last line: exec_speedup=<docker exec p50 / ours p50>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig  # noqa: E402
+from envs.docker_util import docker_client  # noqa: E402
+from envs.images import build_repo_image, ensure_base_image  # noqa: E402
+from tests.repos import make_repo  # noqa: E402
+
+
+def timed(fn: Callable[[], object], n: int) -> list[float]:
+    out = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def pct(xs: list[float], q: float) -> float:
+    return statistics.quantiles(xs, n=100)[int(q) - 1] if len(xs) > 1 else xs[0]
+
+
+def row(name: str, xs: list[float]) -> None:
+    print(f"{name:<34} p50 {statistics.median(xs) * 1e3:8.2f} ms   p95 {pct(xs, 95) * 1e3:8.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=200, help="round trips per method")
+    parser.add_argument("--python", default="3.9", help="base image Python")
+    args = parser.parse_args()
+
+    image = ensure_base_image(args.python)
+    client = docker_client()
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = make_repo(Path(tmp) / "benchrepo", {"m.py": "X = 1\n", "requirements.txt": "six\n"})
+
+        starts = []
+        for _ in range(5):
+            t = time.perf_counter()
+            box = DockerSandbox(DockerSandboxConfig(image=image), repo=repo)
+            starts.append(time.perf_counter() - t)
+            box.close()
+
+        with DockerSandbox(DockerSandboxConfig(image=image), repo=repo) as box:
+            ours = timed(lambda: box.run("true"), args.n)
+            cid = box.container.id
+            cli = timed(
+                lambda: subprocess.run(
+                    ["docker", "exec", "-w", box.repo_path, cid, "bash", "-lc", "true"],
+                    check=True,
+                    capture_output=True,
+                ),
+                max(args.n // 4, 20),
+            )
+            sdk = timed(
+                lambda: client.api.exec_start(
+                    client.api.exec_create(cid, ["bash", "-c", "true"], workdir=box.repo_path)
+                ),
+                max(args.n // 4, 20),
+            )
+            box.write_file("/tmp/one_mb.bin", b"x" * (1 << 20))
+            reads = timed(lambda: box.read_file("/tmp/one_mb.bin"), 20)
+
+        # A repository image: cold (wheelhouse and build) then warm (cache hit).
+        tag = build_repo_image(repo, python=args.python, use_cache=False)
+        t = time.perf_counter()
+        build_repo_image(repo, python=args.python, use_cache=False)
+        cold = time.perf_counter() - t
+        t = time.perf_counter()
+        build_repo_image(repo, python=args.python)
+        warm = time.perf_counter() - t
+        client.images.remove(tag, force=True)
+
+    row("DockerSandbox.run('true')", ours)
+    row("docker exec CLI (mini-swe-agent)", cli)
+    row("docker SDK exec_run", sdk)
+    print(f"{'container start (to ready)':<34} p50 {statistics.median(starts):8.3f} s")
+    print(f"{'repo image build cold':<34}     {cold:8.2f} s")
+    print(f"{'repo image build warm (cache)':<34}     {warm:8.3f} s")
+    print(f"{'read 1 MB file':<34} p50 {statistics.median(reads) * 1e3:8.2f} ms   "
+          f"{1 / statistics.median(reads):8.1f} MB/s")
+    print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
+    print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")
+
+
+if __name__ == "__main__":
+    main()

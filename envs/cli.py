@@ -1,0 +1,215 @@
+"""``pgs env``: build, list and remove the images and containers pgs uses.
+
+``register(subparsers)`` adds the ``env`` command to the main ``pgs`` parser; each handler is
+set as ``func`` and returns an exit code. :func:`user_errors` turns an :class:`EnvError` into
+one ``pgs: error: ...`` line on stderr and exit code 2; other commands may reuse it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from envs import images
+from envs.errors import EnvError
+
+#: Exit code of a user error (bad input, Docker missing, a failed build step).
+USER_ERROR = 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def print_error(message: str) -> None:
+    """``pgs: error: <message>`` on stderr (the message may continue on further lines)."""
+    print(f"pgs: error: {message}", file=sys.stderr)
+
+
+def user_errors(handler: Handler) -> Handler:
+    """Wrap a handler: an EnvError prints one error line (no traceback) and returns 2."""
+
+    @functools.wraps(handler)
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except EnvError as e:
+            print_error(str(e))
+            return USER_ERROR
+        except KeyboardInterrupt:
+            print_error("interrupted")
+            return 130
+
+    return wrapped
+
+
+@contextmanager
+def progress(first: str) -> Iterator[images.Status]:
+    """A spinner on stderr; yields a function that changes its text (an images.Status)."""
+    from rich.console import Console
+
+    console = Console(stderr=True, log_path=False)
+    with console.status(first) as status:
+
+        def update(text: str) -> None:
+            console.log(text)
+            status.update(text)
+
+        yield update
+
+
+def _base(args: argparse.Namespace) -> int:
+    versions = args.python or list(images.SUPPORTED_PYTHONS)
+    for version in [images.check_python(v) for v in versions]:
+        with progress(f"base image for Python {version}") as status:
+            started = time.monotonic()
+            tag = images.ensure_base_image(
+                version, method=args.method, mirror=args.mirror, rebuild=args.rebuild, status=status
+            )
+            print(f"{tag}  ({time.monotonic() - started:.1f} s)")
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    fields: dict[str, Any] = {}
+    if args.python:
+        fields["python"] = args.python
+    if args.pip:
+        fields["pip_packages"] = args.pip
+    if args.extras is not None:
+        fields["extras"] = [e for e in args.extras.split(",") if e]
+    if args.install:
+        fields["install"] = args.install
+    try:
+        spec = images.RepoImageSpec(**fields)
+    except ValueError as e:
+        raise EnvError(str(e).splitlines()[-1].strip()) from e
+    with progress(f"image of {args.repo}") as status:
+        built = images.build_repo_image(
+            Path(args.repo), args.commit, spec, base_method=args.method, status=status
+        )
+    how = "cache hit" if built.cache_hit else "built"
+    print(built.tag)
+    print(
+        f"{how} in {built.seconds:.1f} s: {Path(args.repo).resolve().name} at "
+        f"{built.commit[:12]}, Python {built.python}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    found = images.list_pgs()
+    table = Table("image", "kind", "python", "size", "created", title="pgs images")
+    for image in found.images:
+        label = image.labels or {}
+        table.add_row(
+            ", ".join(image.tags) or image.short_id,
+            label.get("pgs-agent.kind", ""),
+            label.get("pgs-agent.python", ""),
+            f"{image.attrs.get('Size', 0) / 1e6:.0f} MB",
+            str(image.attrs.get("Created", ""))[:19],
+        )
+    containers = Table("container", "image", "status", "run", title="pgs containers")
+    for container in found.containers:
+        label = container.labels or {}
+        image_tags = container.attrs.get("Config", {}).get("Image", "")
+        containers.add_row(
+            container.name, image_tags, container.status, label.get("pgs-agent.run", "")
+        )
+    console = Console()
+    console.print(table)
+    console.print(containers)
+    return 0
+
+
+def _prune(args: argparse.Namespace) -> int:
+    containers, removed = images.prune(run_id=args.run)
+    print(f"removed {containers} container(s) and {removed} image(s)")
+    return 0
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``env`` and its subcommands to ``subparsers`` (from ``parser.add_subparsers()``)."""
+    env = subparsers.add_parser(
+        "env", help="build, list and remove sandbox images", description=__doc__.splitlines()[0]
+    )
+
+    def usage(_: argparse.Namespace) -> int:
+        env.print_help(sys.stderr)
+        return USER_ERROR
+
+    env.set_defaults(func=usage)
+    commands = env.add_subparsers(title="commands", metavar="COMMAND")
+    supported = ", ".join(images.SUPPORTED_PYTHONS)
+
+    base = commands.add_parser("base", help="build the base images (once; reused)")
+    base.add_argument(
+        "--python",
+        action="append",
+        metavar="V",
+        help=f"Python version ({supported}); repeat for several; default: all",
+    )
+    base.add_argument(
+        "--method",
+        choices=["debootstrap", "dockerfile"],
+        default="debootstrap",
+        help="debootstrap from a Debian mirror (needs root; no registry) or a Dockerfile "
+        "FROM python:3.X-slim (needs a registry); default: debootstrap",
+    )
+    base.add_argument("--mirror", default=images.DEFAULT_MIRROR, help="Debian mirror URL")
+    base.add_argument("--rebuild", action="store_true", help="build even if the image exists")
+    base.set_defaults(func=user_errors(_base))
+
+    build = commands.add_parser("build", help="build the image of a repository at a commit")
+    build.add_argument("repo", metavar="REPO", help="path of a local git repository")
+    build.add_argument("--commit", default="HEAD", help="commit, branch or tag; default: HEAD")
+    build.add_argument("--python", metavar="V", help=f"Python version ({supported})")
+    build.add_argument(
+        "--pip", action="append", metavar="PKG", help="extra requirement; repeat for several"
+    )
+    build.add_argument(
+        "--extras", metavar="A,B", help="the project's extras to install (default: test/dev ones)"
+    )
+    build.add_argument(
+        "--install",
+        action="append",
+        metavar="CMD",
+        help="shell command run offline in /repo instead of the detected install; repeatable",
+    )
+    build.add_argument(
+        "--method",
+        choices=["debootstrap", "dockerfile"],
+        default="debootstrap",
+        help="how to build the base image if it is missing",
+    )
+    build.set_defaults(func=user_errors(_build))
+
+    ls = commands.add_parser("ls", help="list pgs images and containers")
+    ls.set_defaults(func=user_errors(_ls))
+
+    prune = commands.add_parser(
+        "prune", help="remove every container and image labelled pgs-agent=1"
+    )
+    prune.add_argument("--run", metavar="ID", help="only those of one run")
+    prune.set_defaults(func=user_errors(_prune))
+    return env
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m envs.cli env ...``: the ``env`` command on its own."""
+    parser = argparse.ArgumentParser(prog="pgs")
+    register(parser.add_subparsers(title="commands", metavar="COMMAND", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

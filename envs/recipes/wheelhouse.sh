@@ -1,0 +1,24 @@
+# Fills /wheels with every distribution the repository image installs, resolved by the
+# target interpreter. Runs in a throwaway container of the base image on the host network.
+set -euo pipefail
+step() { echo "### step: $*"; }
+cd /src
+step "pip download (pip, setuptools, wheel)"
+python3 -m pip download --quiet -d /wheels pip setuptools wheel
+step "pip upgrade in the download container"
+python3 -m pip install --quiet --no-index --find-links /wheels --upgrade pip setuptools wheel
+{% if build_requires %}
+step "pip download (build requirements)"
+python3 -m pip download --progress-bar off -d /wheels {{ build_requires }}
+{% endif %}
+step "pip download (dependencies)"
+python3 -m pip download --progress-bar off -d /wheels {{ requirements }}
+# An sdist would need its build backend at install time, offline: build it into a wheel now.
+shopt -s nullglob
+set -- /wheels/*.tar.gz /wheels/*.zip
+if [ $# -gt 0 ]; then
+  step "pip wheel (source distributions)"
+  python3 -m pip wheel --progress-bar off --no-deps -w /wheels "$@"
+  rm -f "$@"
+fi
+chown -R {{ owner }} /wheels

@@ -1,0 +1,78 @@
+"""Fixtures shared by the whole suite: real git repositories, a real Docker daemon, base images.
+
+Tests that need Docker skip on a developer machine without it, and FAIL when CI=true: CI
+must never go green by skipping the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envs.docker_util import LABEL
+from envs.errors import DockerUnavailable
+from tests.repos import make_repo
+
+IN_CI = os.environ.get("CI") == "true"
+
+
+@pytest.fixture
+def small_repo(tmp_path: Path) -> Path:
+    return make_repo(
+        tmp_path / "repo",
+        {
+            "calc.py": "def add(a, b):\n    return a + b\n",
+            "README.md": "a tiny repository\n",
+        },
+    )
+
+
+def _need_docker() -> Any:
+    from envs.docker_util import docker_client
+
+    try:
+        return docker_client()
+    except DockerUnavailable as e:
+        if IN_CI:
+            pytest.fail(f"Docker is required in CI: {e}")
+        pytest.skip(f"no Docker daemon: {e}")
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Any:
+    return _need_docker()
+
+
+@pytest.fixture(scope="session")
+def base_image(docker_client: Any) -> str:
+    """``pgs-base:py3.9``, built once (debootstrap + import here) and reused afterwards."""
+    override = os.environ.get("PGS_TEST_BASE_IMAGE")
+    if override:  # an image of your own with python3 and git, to skip the build
+        return override
+    from envs.images import ensure_base_image
+
+    return ensure_base_image("3.9")
+
+
+def _our_containers(client: Any) -> list[Any]:
+    return list(client.containers.list(all=True, filters={"label": f"{LABEL}=1"}))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_container_left_behind() -> Iterator[None]:
+    """Every container a test starts is removed by the code under test, not by the suite."""
+    try:
+        from envs.docker_util import docker_client
+
+        client = docker_client()
+    except DockerUnavailable:
+        yield
+        return
+    before = {c.id for c in _our_containers(client)}
+    yield
+    leaked = [c for c in _our_containers(client) if c.id not in before]
+    assert not leaked, f"tests left containers behind: {[c.name for c in leaked]}"

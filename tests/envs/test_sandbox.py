@@ -1,0 +1,234 @@
+"""The Sandbox protocol, run against DockerSandbox and LocalSandbox alike."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from envs.docker_util import LABEL, RUN_LABEL
+from envs.errors import (
+    DockerUnavailable,
+    ImageNotFound,
+    NotAGitRepository,
+    SandboxClosed,
+    SandboxError,
+)
+from envs.local import LocalSandbox
+from envs.sandbox import Sandbox
+from tests.repos import git
+
+
+@pytest.fixture(params=["docker", "local"])
+def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
+    if request.param == "docker":
+        image = request.getfixturevalue("base_image")
+        box: Sandbox = DockerSandbox(DockerSandboxConfig(image=image), repo=small_repo)
+    else:
+        box = LocalSandbox(small_repo)
+    with box:
+        yield box
+
+
+@pytest.fixture
+def docker_box(base_image: str, small_repo: Path) -> Iterator[DockerSandbox]:
+    config = DockerSandboxConfig(image=base_image, memory="512m", cpus=1.5, pids_limit=256)
+    with DockerSandbox(config, repo=small_repo, run_id="test-run") as box:
+        yield box
+
+
+def test_satisfies_protocol(sandbox: Sandbox) -> None:
+    assert isinstance(sandbox, Sandbox)
+
+
+def test_run_reports_output_exit_code_and_duration(sandbox: Sandbox) -> None:
+    result = sandbox.run("echo out; echo err >&2; exit 3")
+    assert result.output == "out\nerr\n"
+    assert result.exit_code == 3
+    assert not result.timed_out and not result.truncated
+    assert 0 < result.duration < 10
+
+
+def test_no_shell_state_leaks_between_commands(sandbox: Sandbox) -> None:
+    sandbox.run("cd /tmp && export PGS_LEAK=1")
+    result = sandbox.run('pwd; echo "[$PGS_LEAK]"')
+    assert result.output == f"{sandbox.repo_path}\n[]\n"
+
+
+def test_cwd_and_env_are_explicit(sandbox: Sandbox) -> None:
+    sandbox.run("mkdir -p sub")
+    result = sandbox.run('pwd; echo "$GREETING"', cwd="sub", env={"GREETING": "hi there"})
+    assert result.output == f"{sandbox.repo_path}/sub\nhi there\n"
+
+
+def _alive(sandbox: Sandbox, pid_file: str) -> bool:
+    """A killed child may linger as a zombie until its new parent reaps it: that is dead too."""
+    state = sandbox.run(f"ps -o stat= -p $(cat {pid_file})").output.strip()
+    return state != "" and not state.startswith("Z")
+
+
+def test_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
+    start = time.monotonic()
+    result = sandbox.run("sleep 300 & echo $! > child.pid; echo started; wait", timeout=1)
+    assert result.timed_out and not result.ok
+    assert "started" in result.output
+    assert time.monotonic() - start < 20
+    assert not _alive(sandbox, "child.pid")
+
+
+def test_background_child_does_not_outlive_its_command(sandbox: Sandbox) -> None:
+    result = sandbox.run("sleep 300 & echo $! > child.pid", timeout=10)
+    assert result.ok and result.duration < 5
+    assert not _alive(sandbox, "child.pid")
+
+
+def test_output_is_capped_head_and_tail_kept(sandbox: Sandbox) -> None:
+    result = sandbox.run(
+        "echo FIRST; head -c 5000000 /dev/zero | tr '\\0' a; echo; echo LAST", max_output=10_000
+    )
+    assert result.ok and result.truncated
+    assert result.output_bytes > 5_000_000
+    assert len(result.output) < 11_000
+    assert result.output.startswith("FIRST\n")
+    assert result.output.endswith("LAST\n")
+    assert "bytes omitted" in result.output
+
+
+def test_endless_output_neither_hangs_nor_floods(sandbox: Sandbox) -> None:
+    result = sandbox.run("yes", timeout=1, max_output=4096)
+    assert result.timed_out and result.truncated
+    assert len(result.output) < 5000
+
+
+def test_file_round_trip_binary(sandbox: Sandbox) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB, every byte value
+    sandbox.write_file("data/blob.bin", data)
+    assert sandbox.read_file("data/blob.bin") == data
+    assert sandbox.run("wc -c < data/blob.bin").output.strip() == str(len(data))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(max_size=200))
+def test_text_file_round_trip(sandbox: Sandbox, text: str) -> None:
+    sandbox.write_file("t.txt", text)
+    assert sandbox.read_file("t.txt").decode() == text
+
+
+def test_read_missing_file(sandbox: Sandbox) -> None:
+    with pytest.raises(FileNotFoundError):
+        sandbox.read_file("no/such/file")
+
+
+def test_upload_folder(sandbox: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "bundle" / "bin").mkdir(parents=True)
+    (tmp_path / "bundle" / "bin" / "hello").write_text("#!/bin/sh\necho hello from bundle\n")
+    (tmp_path / "bundle" / "bin" / "hello").chmod(0o755)
+    sandbox.upload(tmp_path / "bundle", f"{sandbox.home}/tools/bundle")
+    result = sandbox.run(f"{sandbox.home}/tools/bundle/bin/hello")
+    assert result.output == "hello from bundle\n"
+
+
+def test_diff_has_new_files_excludes_scratch_and_keeps_index(sandbox: Sandbox) -> None:
+    sandbox.write_file("calc.py", "def add(a, b):\n    return b + a\n")
+    sandbox.write_file("new_module.py", "X = 1\n")
+    sandbox.write_file(".pgs/properties/test_p.py", "def test(): pass\n")
+    patch = sandbox.diff()
+    assert "+    return b + a" in patch
+    assert "new file mode" in patch and "new_module.py" in patch
+    assert ".pgs" not in patch
+    status = sandbox.run("git status --porcelain").output
+    assert "?? new_module.py" in status  # the user's index was not touched
+
+
+def test_closed_sandbox_says_so(small_repo: Path) -> None:
+    box = LocalSandbox(small_repo)
+    box.close()
+    box.close()  # idempotent
+    with pytest.raises(SandboxClosed, match="closed"):
+        box.run("true")
+
+
+def test_local_sandbox_never_touches_the_original(small_repo: Path) -> None:
+    with LocalSandbox(small_repo) as box:
+        box.write_file("calc.py", "broken\n")
+        box.run("git commit -qam 'x' --no-verify || true")
+    assert "return a + b" in (small_repo / "calc.py").read_text()
+    assert git(small_repo, "status", "--porcelain") == ""
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    with pytest.raises(NotAGitRepository, match="not a git repository"):
+        LocalSandbox(tmp_path)
+
+
+# -- Docker only ------------------------------------------------------------------------------
+
+
+def test_container_is_labelled_and_removed(docker_box: DockerSandbox, docker_client: Any) -> None:
+    container = docker_client.containers.get(docker_box.container.id)
+    assert container.labels[LABEL] == "1"
+    assert container.labels[RUN_LABEL] == "test-run"
+    assert container.status == "running"
+    docker_box.close()
+    assert not docker_client.containers.list(all=True, filters={"id": container.id})
+
+
+def test_network_is_off_by_default(docker_box: DockerSandbox) -> None:
+    probe = (
+        "python3 -c \"import socket; s = socket.socket(); s.settimeout(3); "
+        "s.connect(('1.1.1.1', 53)); print('connected')\""
+    )
+    result = docker_box.run(probe, timeout=20)
+    assert result.exit_code != 0
+    assert "connected" not in result.output
+    assert "unreachable" in result.output.lower()
+    assert docker_box.run("ls /sys/class/net").output.split() == ["lo"]
+
+
+def test_limits_are_applied(docker_box: DockerSandbox, docker_client: Any) -> None:
+    host = docker_client.containers.get(docker_box.container.id).attrs["HostConfig"]
+    assert host["Memory"] == 512 * 1024 * 1024
+    assert host["MemorySwap"] == host["Memory"]
+    assert host["NanoCpus"] == 1_500_000_000
+    assert host["PidsLimit"] == 256
+    assert host["NetworkMode"] == "none"
+    inside = docker_box.run(
+        "cat /sys/fs/cgroup/memory.max 2>/dev/null || "
+        "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"
+    )
+    assert inside.output.strip() == str(512 * 1024 * 1024)
+
+
+def test_memory_hog_is_stopped_by_the_limit(docker_box: DockerSandbox) -> None:
+    result = docker_box.run("python3 -c 'x = bytearray(2 * 1024**3)'", timeout=60)
+    assert result.exit_code != 0
+
+
+def test_dead_helper_is_reported(docker_box: DockerSandbox) -> None:
+    with pytest.raises(SandboxError, match="helper stopped"):
+        docker_box.run("kill -9 $PPID; sleep 5")
+
+
+def test_missing_image_is_one_clear_error() -> None:
+    config = DockerSandboxConfig(image="pgs-no-such-image:never")
+    try:
+        with pytest.raises(ImageNotFound, match="pgs-no-such-image") as info:
+            DockerSandbox(config)
+    except DockerUnavailable:
+        pytest.skip("no Docker daemon")
+    assert "pgs env" in str(info.value)
+
+
+def test_dead_daemon_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/nobody.sock")
+    with pytest.raises(DockerUnavailable) as info:
+        DockerSandbox(DockerSandboxConfig(image="anything"))
+    message = str(info.value)
+    assert "nobody.sock" in message and "start Docker" in message
+    assert "\n" not in message
