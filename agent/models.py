@@ -42,6 +42,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential
 
+__all__ = [
+    "DEFAULT_PRICES",
+    "AuthenticationFailed",
+    "BadRequest",
+    "ContextWindowExceeded",
+    "CostLimitExceeded",
+    "GlobalStats",
+    "HumanModel",
+    "Model",
+    "ModelConfig",
+    "ModelError",
+    "ModelNotFound",
+    "ModelResponse",
+    "ModelStats",
+    "OpenAIModel",
+    "RateLimited",
+    "RetryConfig",
+    "ServerError",
+    "ToolCall",
+    "Unreachable",
+    "get_model",
+]
+
 logger = logging.getLogger(__name__)
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"

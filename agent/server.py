@@ -47,6 +47,21 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+__all__ = [
+    "ErrorReply",
+    "Reply",
+    "Script",
+    "ScriptError",
+    "ScriptedServer",
+    "ScriptedToolCall",
+    "count_tokens",
+    "load_script",
+    "main",
+    "parse_step",
+    "register",
+    "serve_script_command",
+]
+
 logger = logging.getLogger(__name__)
 
 # --------------------------------------------------------------------------- script
@@ -439,6 +454,9 @@ def _error(
 def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the openai client expects
+        # Headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm and
+        # delayed ACKs stall each keep-alive answer by about 40 ms.
+        disable_nagle_algorithm = True
 
         def do_GET(self) -> None:
             if self.path.rstrip("/") in ("/v1/models", "/models"):

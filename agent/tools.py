@@ -63,8 +63,13 @@ class ToolCallError(FormatError):
 
 
 def default_bundles_dir() -> Path:
-    """The folder holding our bundles (``tools/`` beside the ``agent`` package)."""
-    return Path(__file__).resolve().parents[1] / "tools"
+    """The folder holding our bundles: ``tools/`` of a checkout, else the installed copy."""
+    checkout = Path(__file__).resolve().parents[1] / "tools"
+    if checkout.is_dir():
+        return checkout
+    import pgs_tools  # type: ignore[import-not-found]  # tools/, installed as package data
+
+    return Path(next(iter(pgs_tools.__path__)))
 
 
 def default_bundle_paths() -> list[Path]:
@@ -317,7 +322,7 @@ class Toolset:
         the environment to pass to every later command (PATH with each bin/ prepended, and
         whatever install.sh exported)."""
         home = _home(sandbox)
-        probe = sandbox.run("env -0", timeout=timeout)
+        probe = sandbox.run("env -0 && exit 0", timeout=timeout)
         base = _parse_env0(probe.output)
         path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
         env: dict[str, str] = {
@@ -337,7 +342,9 @@ class Toolset:
             if (bundle.path / "install.sh").is_file():
                 script += (
                     "; source install.sh; rc=$?; [ $rc -eq 0 ] || exit $rc"
-                    f"; chmod +x {q}/bin/* 2>/dev/null; printf '\\n%s\\n' {_ENV_MARK}; env -0"
+                    f"; chmod +x {q}/bin/* 2>/dev/null; printf '\\n%s\\n' {_ENV_MARK}"
+                    # `&& exit 0`: a last command is exec'd by bash; keep bash as the parent
+                    "; env -0 && exit 0"
                 )
             result = sandbox.run(script, timeout=timeout, env=env)
             if not result.ok:

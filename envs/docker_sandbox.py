@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envs.channel import HelperSandbox, helper_source
-from envs.docker_util import docker_client, labels, translate_errors
+from envs.docker_util import container_labels, docker_client, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
 
@@ -159,7 +159,7 @@ class DockerSandbox(HelperSandbox):
                 name=f"pgs-{self.run_id}-{uuid.uuid4().hex[:6]}",
                 init=True,
                 detach=True,
-                labels=labels(self.run_id),
+                labels=container_labels(self.run_id),
                 network_mode="bridge" if cfg.network else "none",
                 mem_limit=cfg.memory,
                 memswap_limit=cfg.memory,

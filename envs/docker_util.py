@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 LABEL = "pgs-agent"
 #: The run that created a container or image.
 RUN_LABEL = "pgs-agent.run"
+#: The process that created a container (a test session finds its own leaks by it).
+PID_LABEL = "pgs-agent.pid"
 
 
 def labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
@@ -23,6 +25,11 @@ def labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
     if run_id:
         out[RUN_LABEL] = run_id
     return out
+
+
+def container_labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
+    """Labels for a container: those of :func:`labels` plus the creating process."""
+    return {**labels(run_id, **extra), PID_LABEL: str(os.getpid())}
 
 
 def _unavailable(error: Exception) -> DockerUnavailable:

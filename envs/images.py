@@ -77,7 +77,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from envs.docker_util import LABEL, RUN_LABEL, docker_client, labels, translate_errors
+from envs.docker_util import (
+    LABEL,
+    RUN_LABEL,
+    container_labels,
+    docker_client,
+    labels,
+    translate_errors,
+)
 from envs.errors import (
     DISK_FULL_HINT,
     DiskFull,
@@ -832,7 +839,7 @@ def _wheelhouse(
             ["bash", "-c", script],
             volumes=volumes,
             environment=environment,
-            container_labels=labels(run_id, kind="wheelhouse"),
+            container_labels=container_labels(run_id, kind="wheelhouse"),
         )
         if code != 0:
             steps = output.rsplit("### step: ", 1)

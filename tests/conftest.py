@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from envs.docker_util import LABEL
+from envs.docker_util import LABEL, PID_LABEL
 from envs.errors import DockerUnavailable
 from tests.repos import make_repo
 
@@ -59,7 +59,9 @@ def base_image(docker_client: Any) -> str:
 
 
 def _our_containers(client: Any) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": f"{LABEL}=1"}))
+    """Containers this test process started (other sessions may share the daemon)."""
+    mine = [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]
+    return list(client.containers.list(all=True, filters={"label": mine}))
 
 
 @pytest.fixture(scope="session", autouse=True)

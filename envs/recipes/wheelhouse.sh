@@ -10,6 +10,22 @@ python3 -m pip install --quiet --no-index --find-links /wheels --upgrade pip set
 {% if build_requires %}
 step "pip download (build requirements)"
 python3 -m pip download --progress-bar off -d /wheels {{ build_requires }}
+# The backend may ask for more when it builds (hatchling wants `editables` for an editable
+# install): ask it, with its requirements installed here, and download those too.
+step "requirements the build backend asks for"
+python3 -m pip install --quiet --find-links /wheels build {{ build_requires }}
+python3 - > /tmp/backend-requires.txt <<'PY'
+import build
+
+builder = build.ProjectBuilder("/src")
+wanted = set()
+for distribution in ("wheel", "editable"):
+    wanted |= set(builder.get_requires_for_build(distribution))
+print("\n".join(sorted(wanted)))
+PY
+if [ -s /tmp/backend-requires.txt ]; then
+  python3 -m pip download --progress-bar off -d /wheels -r /tmp/backend-requires.txt
+fi
 {% endif %}
 step "pip download (dependencies)"
 python3 -m pip download --progress-bar off -d /wheels {{ requirements }}

@@ -355,6 +355,28 @@ def test_get_model_picks_by_name() -> None:
     assert isinstance(get_model(ModelConfig(name="gpt-4o-mini")), OpenAIModel)
 
 
+def test_public_names_and_the_exception_tree_are_pinned() -> None:
+    import agent.models
+    import agent.server
+
+    assert set(agent.models.__all__) == {
+        *["DEFAULT_PRICES", "GlobalStats", "HumanModel", "Model", "ModelConfig"],
+        *["ModelResponse", "ModelStats", "OpenAIModel", "RetryConfig", "ToolCall", "get_model"],
+        *["ModelError", "AuthenticationFailed", "BadRequest", "ContextWindowExceeded"],
+        *["CostLimitExceeded", "ModelNotFound", "RateLimited", "ServerError", "Unreachable"],
+    }
+    assert set(agent.server.__all__) == {
+        *["ErrorReply", "Reply", "Script", "ScriptError", "ScriptedServer", "ScriptedToolCall"],
+        *["count_tokens", "load_script", "main", "parse_step", "register"],
+        "serve_script_command",
+    }
+    assert issubclass(ModelError, RuntimeError)
+    for error in (AuthenticationFailed, ModelNotFound, Unreachable, RateLimited, ServerError):
+        assert error.__bases__ == (ModelError,)
+    assert ContextWindowExceeded.__bases__ == (BadRequest,)
+    assert CostLimitExceeded.__bases__ == (ModelError,)
+
+
 # --------------------------------------------------------------------------- properties
 
 JSON_VALUES = st.recursive(

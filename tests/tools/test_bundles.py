@@ -16,19 +16,34 @@ from tests.tools.toolbox import SANDBOX_KINDS, ToolBox, toolbox
 LINES = "".join(f"line {i}\n" for i in range(1, 11))
 
 
-@pytest.fixture(params=SANDBOX_KINDS)
-def tb(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ToolBox]:
-    repo = make_repo(
-        tmp_path / "repo",
-        {
-            "ten.txt": LINES,
-            "pkg/mod.py": "def f():\n    return 1\n\n\ndef g():\n    return 1\n",
-            "pkg/sub/deep/deeper.py": "X = 1\n",
-            ".hidden/secret.txt": "hidden\n",
-        },
-    )
+FILES = {
+    "ten.txt": LINES,
+    "pkg/mod.py": "def f():\n    return 1\n\n\ndef g():\n    return 1\n",
+    "pkg/sub/deep/deeper.py": "X = 1\n",
+    ".hidden/secret.txt": "hidden\n",
+}
+#: Puts the repository and the tools' state files back as they were (a container is slow to
+#: start, so the tests of one module share it).
+RESET = (
+    "git reset -q --hard && git clean -qfdx && "
+    'rm -f "$HOME/.pgs_edit_history" "$HOME/state.json" "$HOME/model.patch" && echo reset'
+)
+
+
+@pytest.fixture(scope="module", params=SANDBOX_KINDS)
+def shared_box(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ToolBox]:
+    repo = make_repo(tmp_path_factory.mktemp("bundles") / "repo", FILES)
     with toolbox(request.param, repo, request) as box:
         yield box
+
+
+@pytest.fixture
+def tb(shared_box: ToolBox) -> ToolBox:
+    reset = shared_box.sh(RESET)
+    assert reset.ok, reset.output
+    return shared_box
 
 
 def unchanged(tb: ToolBox, relative: str, original: str) -> bool:
@@ -262,7 +277,9 @@ def _scripts() -> list[Path]:
 @pytest.mark.parametrize("script", _scripts(), ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_scripts_run_on_python_37_and_are_executable(script: Path) -> None:
     source = script.read_text()
-    ast.parse(source, feature_version=(3, 7))  # the sandbox's system Python may be old
+    ast.parse(
+        source, filename=str(script), feature_version=(3, 7)
+    )  # the sandbox's system Python may be old
     if script.parent.name == "bin":
         assert source.startswith("#!/usr/bin/env python3\n")
         assert script.stat().st_mode & 0o111
