@@ -53,10 +53,13 @@ def add_run_parser(subparsers: Any) -> None:
     )
     run.add_argument("--repo", required=True, type=Path, help="path of the git repository")
     run.add_argument("--issue", required=True, help="a file holding the issue, or its text")
-    run.add_argument("--config", type=Path, help="YAML file with model/agent/sandbox/tools sections")
     run.add_argument(
-        "--output-dir", type=Path, help="where <id>/<id>.traj, .patch, .pred go "
-        "(default: trajectories/<time>-<model>)"
+        "--config", type=Path, help="YAML file with model/agent/sandbox/tools sections"
+    )
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        help="where <id>/<id>.traj, .patch, .pred go (default: trajectories/<time>-<model>)",
     )
     run.add_argument("--apply", action="store_true", help="apply the patch to --repo at the end")
     run.add_argument(
@@ -128,7 +131,9 @@ def add_demo_parser(subparsers: Any) -> None:
         "OPENAI_API_KEY the model is a recorded session played by the scripted server; with it, "
         "the real model (--model) does the work.",
     )
-    demo.add_argument("--model", default="gpt-4o-mini", help="model used when OPENAI_API_KEY is set")
+    demo.add_argument(
+        "--model", default="gpt-4o-mini", help="model used when OPENAI_API_KEY is set"
+    )
     demo.add_argument("--output-dir", type=Path, default=Path("trajectories") / "demo")
     demo.add_argument("--sandbox", choices=["docker", "local"], default="docker")
     demo.set_defaults(func=cmd_demo)

@@ -143,7 +143,7 @@ def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
         except OSError as e:
             raise ConfigError(f"cannot read the config file {path}: {e.strerror}") from None
         except yaml.YAMLError as e:
-            raise ConfigError(f"the config file {path} is not valid YAML: {e}") from None
+            raise ConfigError(f"the config file {path} is not valid YAML{_yaml_where(e)}") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"the config file {path} must hold a mapping of sections")
         data = loaded
@@ -160,6 +160,14 @@ def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
         return RunConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(describe_validation_error(e, source=str(path or "flags"))) from None
+
+
+def _yaml_where(error: yaml.YAMLError) -> str:
+    """Where and what, on one line (str(error) spans several, with a source excerpt)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{where}: {problem}"
 
 
 def describe_validation_error(error: ValidationError, *, source: str) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
 from agent.parsing import FormatError, interactive_refusal, parse_text_action
-from agent.tools import BASH_TOOL, OutputKind, Toolset, classify_output
+from agent.tools import OutputKind, Toolset, classify_output
 from agent.trajectory import Trajectory
 from envs.sandbox import Sandbox
 
@@ -55,7 +55,7 @@ then submit.
 """
 
 OBSERVATION_TEMPLATE = """\
-{% if output %}{{ output }}{% else %}(the command printed nothing and exited with {{ exit_code }}){% endif %}
+{% if output %}{{ output }}{% else %}(no output; exit code {{ exit_code }}){% endif %}
 {% if timed_out %}
 The command was stopped after {{ timeout }} s. Run something faster, or in smaller parts.
 {% endif %}"""
@@ -158,7 +158,9 @@ class Agent:
         self.steps = 0
         self.format_errors = 0
         self.started = 0.0
-        self._jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+        self._jinja = jinja2.Environment(
+            undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+        )
 
     # -- run ----------------------------------------------------------------------------------
 
@@ -220,11 +222,14 @@ class Agent:
             self.add_reply(response, tool_calls=False)
             if self.format_errors >= self.config.max_format_errors:
                 raise
-            self.add("user", self.render(
+            self.add(
+                "user",
+                self.render(
                     self.config.format_error_template,
                     {"error": str(e), "function_calling": self.function_calling},
                 ),
-                     "format_error")
+                "format_error",
+            )
             return
         self.format_errors = 0
         self.add_reply(response, tool_calls=True)
@@ -275,13 +280,23 @@ class Agent:
                 action.command, timeout=self.config.command_timeout, env=self.env
             )
             out = classify_output(result.output)
-            kind, patch, exit_code, timed_out = out.kind, out.patch, result.exit_code, result.timed_out
+            kind, patch, exit_code, timed_out = (
+                out.kind,
+                out.patch,
+                result.exit_code,
+                result.timed_out,
+            )
             observation = cut_middle(out.text, self.config.max_observation_chars)
         self.state = self.toolset.state(self.sandbox, self.env)
         rendered = self.render(
             self.config.observation_template,
-            {"output": observation, "exit_code": exit_code, "timed_out": timed_out,
-             "timeout": self.config.command_timeout, **self.state},
+            {
+                "output": observation,
+                "exit_code": exit_code,
+                "timed_out": timed_out,
+                "timeout": self.config.command_timeout,
+                **self.state,
+            },
         )
         self.add_observation(rendered, action)
         step = {
@@ -312,8 +327,13 @@ class Agent:
 
     def add(self, role: str, content: str, message_type: str, **extra: Any) -> None:
         self.messages.append(
-            {"role": role, "content": content, "agent": "main", "message_type": message_type,
-             **extra}
+            {
+                "role": role,
+                "content": content,
+                "agent": "main",
+                "message_type": message_type,
+                **extra,
+            }
         )
 
     def add_reply(self, response: ModelResponse, *, tool_calls: bool) -> None:
@@ -335,11 +355,15 @@ class Agent:
 
     def prompt(self) -> list[dict[str, Any]]:
         """The messages sent to the model: older observations elided to stay within context."""
-        observations = [i for i, m in enumerate(self.messages) if m["message_type"] == "observation"]
+        observations = [
+            i for i, m in enumerate(self.messages) if m["message_type"] == "observation"
+        ]
         old = set(observations[: -self.config.keep_observations])
         out = []
         for i, m in enumerate(self.messages):
-            msg = {k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")}
+            msg = {
+                k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")
+            }
             if i in old:
                 lines = m["content"].count("\n") + 1
                 msg["content"] = self.render(ELIDED_TEMPLATE, {"lines": lines})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shlex
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -96,11 +97,37 @@ def open_sandbox(config: RunConfig, repo: Path, run_id: str, status: Status) -> 
     else:
         box = LocalSandbox(repo, config.sandbox)
     try:
-        _carry_working_tree(box, repo, copied=isinstance(box, LocalSandbox))
+        copied = isinstance(box, LocalSandbox) or _upload_if_missing(box, repo, status)
+        _carry_working_tree(box, repo, copied=copied)
     except BaseException:
         box.close()
         raise
     return box
+
+
+def _upload_if_missing(box: Sandbox, repo: Path, status: Status) -> bool:
+    """Copy the host repository in when the image holds none at ``repo_path`` (a base image,
+    an image of the user's own); True when it did. An image that holds the repository (one
+    from ``pgs env build``) must hold it at the commit the user is on."""
+    head = box.run(f"git -C {shlex.quote(box.repo_path)} rev-parse HEAD", cwd="/")
+    ours = _git(repo, "rev-parse", "HEAD").strip()
+    if head.ok:
+        if head.output.strip() != ours:
+            raise InputError(
+                f"the image holds a repository at {box.repo_path} at commit "
+                f"{head.output.strip()[:12]}, but {repo} is at {ours[:12]}: build an image "
+                "for this commit (`pgs env build`) or leave the image unset"
+            )
+        return False
+    from envs.images import recipe
+
+    status("copying the repository into the sandbox")
+    box.upload(repo, box.repo_path)
+    # What repository images ignore (envs/recipes/pgs-gitignore): running Python or pytest in
+    # the sandbox must not put __pycache__ into the patch. .git/info/exclude is the sandbox's.
+    box.write_file("/tmp/pgs-gitignore", recipe("pgs-gitignore"))
+    box.run("cat /tmp/pgs-gitignore >> .git/info/exclude")
+    return True
 
 
 def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:

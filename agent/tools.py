@@ -67,7 +67,7 @@ def default_bundles_dir() -> Path:
     checkout = Path(__file__).resolve().parents[1] / "tools"
     if checkout.is_dir():
         return checkout
-    import pgs_tools  # type: ignore[import-not-found]  # tools/, installed as package data
+    import pgs_tools  # tools/, installed as package data
 
     return Path(next(iter(pgs_tools.__path__)))
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig  # noqa: E402
-from envs.docker_util import docker_client  # noqa: E402
-from envs.images import build_repo_image, ensure_base_image  # noqa: E402
-from tests.repos import make_repo  # noqa: E402
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from envs.docker_util import docker_client
+from envs.images import build_repo_image, ensure_base_image
+from tests.repos import make_repo
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:
@@ -98,8 +98,10 @@ def main() -> None:
     print(f"{'container start (to ready)':<34} p50 {statistics.median(starts):8.3f} s")
     print(f"{'repo image build cold':<34}     {cold:8.2f} s")
     print(f"{'repo image build warm (cache)':<34}     {warm:8.3f} s")
-    print(f"{'read 1 MB file':<34} p50 {statistics.median(reads) * 1e3:8.2f} ms   "
-          f"{1 / statistics.median(reads):8.1f} MB/s")
+    print(
+        f"{'read 1 MB file':<34} p50 {statistics.median(reads) * 1e3:8.2f} ms   "
+        f"{1 / statistics.median(reads):8.1f} MB/s"
+    )
     print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
     print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")
 

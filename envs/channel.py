@@ -51,8 +51,13 @@ class HelperSandbox:
     repo_path: str
     home: str
 
-    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT, max_output: int = DEFAULT_MAX_OUTPUT,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.default_timeout = timeout
         self.max_output = max_output
         self.base_env = dict(env or {})
@@ -149,8 +154,13 @@ class HelperSandbox:
 
     def write_file(self, path: str, data: bytes | str, *, mode: int = 0o644) -> None:
         raw = data.encode() if isinstance(data, str) else data
-        self._call("write", wait=REPLY_GRACE * 4, path=self._abs(path),
-                   data=base64.b64encode(raw).decode("ascii"), mode=mode)
+        self._call(
+            "write",
+            wait=REPLY_GRACE * 4,
+            path=self._abs(path),
+            data=base64.b64encode(raw).decode("ascii"),
+            mode=mode,
+        )
 
     def diff(self, *, base: str = "HEAD", exclude: Sequence[str] = SCRATCH_DIRS) -> str:
         result = self.run(diff_command(base, exclude), max_output=1 << 30)

@@ -13,6 +13,7 @@ beyond the memory limit, and the labels ``pgs-agent=1`` and ``pgs-agent.run=<run
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import struct
@@ -46,7 +47,9 @@ class DockerSandboxConfig(BaseModel):
     cpus: float = Field(2.0, gt=0, description="CPU limit, in cores")
     pids_limit: int = Field(1024, gt=0, description="maximum number of processes")
     timeout: float = Field(DEFAULT_TIMEOUT, gt=0, description="default time limit per command (s)")
-    max_output: int = Field(DEFAULT_MAX_OUTPUT, gt=0, description="bytes of output kept per command")
+    max_output: int = Field(
+        DEFAULT_MAX_OUTPUT, gt=0, description="bytes of output kept per command"
+    )
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     python: str = Field("python3", description="interpreter in the image that runs the helper")
     startup_timeout: float = Field(60.0, gt=0, description="seconds to wait for the helper")
@@ -93,10 +96,8 @@ class _SocketChannel:
         return line
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
         self._sock.close()
         close = getattr(self._holder, "close", None)
         if close is not None:
@@ -133,7 +134,9 @@ class DockerSandbox(HelperSandbox):
     ) -> None:
         super().__init__(timeout=config.timeout, max_output=config.max_output, env=config.env)
         if not config.image:
-            raise ImageNotFound("no image given for the Docker sandbox: build one with `pgs env build`")
+            raise ImageNotFound(
+                "no image given for the Docker sandbox: build one with `pgs env build`"
+            )
         self.config = config
         self.repo_path = config.repo_path
         self.run_id = run_id or uuid.uuid4().hex[:12]
@@ -209,6 +212,5 @@ class DockerSandbox(HelperSandbox):
                 pass
             except docker.errors.DockerException as e:
                 raise SandboxError(
-                    f"could not remove container {container.name}: {e}; "
-                    "`pgs env prune` removes it"
+                    f"could not remove container {container.name}: {e}; `pgs env prune` removes it"
                 ) from e

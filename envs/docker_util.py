@@ -1,4 +1,4 @@
-"""The one place that talks to the Docker daemon's client library: connect, label, translate errors."""
+"""The one place that connects to the Docker daemon, labels what pgs creates, translates errors."""
 
 from __future__ import annotations
 

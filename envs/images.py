@@ -440,6 +440,13 @@ class RepoImageSpec(BaseModel):
         except EnvError as e:
             raise ValueError(str(e)) from e
 
+    @field_validator("install")
+    @classmethod
+    def _one_line_each(cls, value: list[str] | None) -> list[str] | None:
+        if value and any("\n" in command for command in value):
+            raise ValueError("give one single-line shell command per entry of install")
+        return value
+
     @classmethod
     def from_yaml(cls, text: str, *, source: str = ".pgs.yaml") -> RepoImageSpec:
         """The ``image`` section of a ``.pgs.yaml`` (an empty spec when there is none)."""
@@ -777,17 +784,19 @@ def _build_from_context(
     python: str,
     run_id: str | None,
 ) -> str:
-    root = cache_dir() / "build"
-    root.mkdir(parents=True, exist_ok=True)
-    context = Path(tempfile.mkdtemp(prefix="ctx-", dir=root))
+    builds = cache_dir() / "build"
+    builds.mkdir(parents=True, exist_ok=True)
+    context = Path(tempfile.mkdtemp(prefix="ctx-", dir=builds))
     try:
-        _shallow_clone(repo, sha, context / "repo")
+        root = context / "root"  # copied to / in one step
+        _shallow_clone(repo, sha, root / "repo")
         try:  # hard links: the wheelhouse can be large, and the cache is on the same disk
-            shutil.copytree(wheels, context / "wheels", copy_function=os.link)
+            shutil.copytree(wheels, root / "wheels", copy_function=os.link)
         except OSError:
-            shutil.rmtree(context / "wheels", ignore_errors=True)
-            shutil.copytree(wheels, context / "wheels")
-        (context / "pgs-gitignore").write_text(recipe("pgs-gitignore"))
+            shutil.rmtree(root / "wheels", ignore_errors=True)
+            shutil.copytree(wheels, root / "wheels")
+        (root / "etc").mkdir()
+        (root / "etc" / "pgs-gitignore").write_text(recipe("pgs-gitignore"))
         image_labels = labels(run_id, kind="repo", repo=repo.name, commit=sha, python=python)
         dockerfile = _render(
             "repo.Dockerfile", base=base, install=install, labels=_label_text(image_labels)

@@ -45,7 +45,9 @@ class _PipeChannel:
 
     def readline(self, timeout: float | None) -> bytes:
         result: list[bytes] = []
-        reader = threading.Thread(target=lambda: result.append(self._stdout.readline()), daemon=True)
+        reader = threading.Thread(
+            target=lambda: result.append(self._stdout.readline()), daemon=True
+        )
         reader.start()
         reader.join(timeout)
         if reader.is_alive():

@@ -2,8 +2,9 @@
 
 A :class:`Sandbox` runs one command at a time (each in a fresh process group, with its own
 working directory, environment and timeout), moves files in and out, and reports the
-repository's diff. :class:`~envs.docker_sandbox.DockerSandbox` isolates; :class:`~envs.local.LocalSandbox`
-runs on the host in a copy of the repository and offers no isolation.
+repository's diff. :class:`~envs.docker_sandbox.DockerSandbox` isolates;
+:class:`~envs.local.LocalSandbox` runs on the host in a copy of the repository and offers no
+isolation.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ SCRATCH_DIRS: tuple[str, ...] = (".pgs",)
 
 @dataclass(frozen=True)
 class CommandResult:
-    """What one command did. ``output`` is stdout and stderr interleaved, as a terminal shows them."""
+    """What one command did; ``output`` is stdout and stderr interleaved, as a terminal shows."""
 
     output: str
     exit_code: int

@@ -88,6 +88,12 @@ def _pump(proc, buf, timeout):
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:
+                # The output closed; the command may still be exiting (rm, git and env close
+                # their output first): wait for it, or it would be killed in that gap.
+                try:
+                    proc.wait(timeout=None if deadline is None else max(left, 0))
+                except subprocess.TimeoutExpired:
+                    return True
                 return False
             buf.add(chunk)
     finally:

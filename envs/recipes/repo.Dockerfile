@@ -1,23 +1,23 @@
 # Repository image: the base image + the repository at one commit + its Python dependencies.
 # Built with networking off: every package comes from the wheelhouse copied in at /wheels.
+# Few steps on purpose: each one costs a container commit (seconds on a busy machine).
 FROM {{ base }}
 ENV PIP_NO_INDEX=1 \
     PIP_FIND_LINKS=/wheels \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore \
     PYTHONDONTWRITEBYTECODE=1
-COPY pgs-gitignore /etc/pgs-gitignore
-COPY wheels /wheels
+WORKDIR /repo
+# root/ holds repo/ (a git clone at the commit), wheels/ and etc/pgs-gitignore.
+COPY root/ /
+# Files the install leaves behind (build folders, generated files) must not show up in a patch.
 RUN git config --system --add safe.directory '*' \
  && git config --system core.excludesFile /etc/pgs-gitignore \
  && git config --system user.name pgs \
  && git config --system user.email pgs@localhost \
- && python3 -m pip install --upgrade pip setuptools wheel
-COPY repo /repo
-WORKDIR /repo
+ && python3 -m pip install --upgrade pip setuptools wheel \
 {% for command in install %}
-RUN {{ command }}
+ && ({{ command }}) \
 {% endfor %}
-# Files the install left behind (build folders, generated files) must not show up in a patch.
-RUN git ls-files --others --exclude-standard | sed 's|^|/|' >> .git/info/exclude
+ && git ls-files --others --exclude-standard | sed 's|^|/|' >> .git/info/exclude
 LABEL {{ labels }}

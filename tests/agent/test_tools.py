@@ -458,7 +458,8 @@ def test_end_name_line_inside_the_body_is_refused(custom_box: ToolBox) -> None:
         custom_box.toolset.to_command("write_note", {"title": "t", "body": "a\nend_of_note\nb"})
 
 
-NO_NUL = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)))
+#: Any text a command can carry: no NUL, no lone surrogates (JSON from the API has neither).
+NO_NUL = st.text().map(lambda s: s.replace("\0", ""))
 
 
 @settings(

@@ -113,7 +113,9 @@ def test_file_round_trip_binary(sandbox: Sandbox) -> None:
     assert sandbox.run("wc -c < data/blob.bin").output.strip() == str(len(data))
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=st.text(max_size=200))
 def test_text_file_round_trip(sandbox: Sandbox, text: str) -> None:
     sandbox.write_file("t.txt", text)
@@ -181,7 +183,7 @@ def test_container_is_labelled_and_removed(docker_box: DockerSandbox, docker_cli
 
 def test_network_is_off_by_default(docker_box: DockerSandbox) -> None:
     probe = (
-        "python3 -c \"import socket; s = socket.socket(); s.settimeout(3); "
+        'python3 -c "import socket; s = socket.socket(); s.settimeout(3); '
         "s.connect(('1.1.1.1', 53)); print('connected')\""
     )
     result = docker_box.run(probe, timeout=20)
@@ -232,3 +234,17 @@ def test_dead_daemon_is_one_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_pat
     message = str(info.value)
     assert "nobody.sock" in message and "start Docker" in message
     assert "\n" not in message
+
+
+def test_exit_code_of_a_command_that_closes_its_output_first(sandbox: Sandbox) -> None:
+    # rm, git and env close stdout before they exit; the helper must not kill them in that gap.
+    codes = {
+        sandbox.run("git status -s >/dev/null && rm -f nothing && env >/dev/null").exit_code
+        for _ in range(30)
+    }
+    assert codes == {0}
+
+
+def test_command_that_closes_output_but_runs_on_is_timed_out(sandbox: Sandbox) -> None:
+    result = sandbox.run("exec >/dev/null 2>&1; sleep 30", timeout=1)
+    assert result.timed_out

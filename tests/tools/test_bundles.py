@@ -172,7 +172,7 @@ def test_create_refuses_existing_file_and_undo_removes_a_created_one(tb: ToolBox
 def test_undo_history_lives_in_the_home_folder(tb: ToolBox) -> None:
     path = tb.path("ten.txt")
     tb.call("str_replace_editor", command="str_replace", path=path, old_str="line 3", new_str="3")
-    history = json.loads(tb.sandbox.read_file(f"{tb.sandbox.home}/.pgs_edit_history"))
+    history = json.loads(tb.sandbox.read_file(f"{tb.home}/.pgs_edit_history"))
     assert history[path] == [LINES]
 
 
@@ -199,7 +199,7 @@ def test_submit_has_new_file_never_scratch_and_keeps_index(tb: ToolBox) -> None:
     assert out.patch == tb.sandbox.diff()
     assert tb.sh("git status --porcelain").output == status_before  # index untouched
     assert tb.sh("git diff --cached --name-only").output == ""
-    assert tb.sandbox.read_file(f"{tb.sandbox.home}/model.patch").decode() == out.patch
+    assert tb.sandbox.read_file(f"{tb.home}/model.patch").decode() == out.patch
     applies = tb.sh(
         'c=$(mktemp -d) && git clone -q . "$c/clone" && cd "$c/clone" && '
         'git apply --check "$HOME/model.patch"'
@@ -213,7 +213,7 @@ def test_submit_with_no_change_gives_an_empty_patch(tb: ToolBox) -> None:
 
 
 def test_state_command_merges_working_dir_and_diff(tb: ToolBox) -> None:
-    state_file = f"{tb.sandbox.home}/state.json"
+    state_file = f"{tb.home}/state.json"
     tb.sandbox.write_file(state_file, json.dumps({"kept": 1}))
     tb.call(
         "str_replace_editor",

@@ -41,6 +41,10 @@ class ToolBox:
         self.env = toolset.install(sandbox)
 
     @property
+    def home(self) -> str:
+        return str(getattr(self.sandbox, "home"))  # noqa: B009  (not in the Sandbox protocol)
+
+    @property
     def repo(self) -> str:
         return self.sandbox.repo_path
 
