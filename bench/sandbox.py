@@ -11,6 +11,7 @@ Last line: exec_speedup=<docker exec p50 / ours p50>.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.docker_util import docker_client
-from envs.images import build_repo_image, ensure_base_image
+from envs.images import RepoImageSpec, build_repo_image, ensure_base_image
 from tests.repos import make_repo
 
 
@@ -53,7 +54,9 @@ def main() -> None:
     image = ensure_base_image(args.python)
     client = docker_client()
     with tempfile.TemporaryDirectory() as tmp:
-        repo = make_repo(Path(tmp) / "benchrepo", {"m.py": "X = 1\n", "requirements.txt": "six\n"})
+        # A fresh name, so the cold build cannot hit an image left by an earlier run.
+        name = f"benchrepo{os.getpid()}"
+        repo = make_repo(Path(tmp) / name, {"m.py": "X = 1\n", "requirements.txt": "six\n"})
 
         starts = []
         for _ in range(5):
@@ -82,15 +85,17 @@ def main() -> None:
             box.write_file("/tmp/one_mb.bin", b"x" * (1 << 20))
             reads = timed(lambda: box.read_file("/tmp/one_mb.bin"), 20)
 
-        # A repository image: cold (wheelhouse and build) then warm (cache hit).
-        tag = build_repo_image(repo, python=args.python, use_cache=False)
+        # A repository image: cold (empty wheelhouse cache, no image) then warm (cache hit).
+        spec = RepoImageSpec(python=args.python)
+        os.environ["PGS_CACHE_DIR"] = str(Path(tmp) / "cache")
         t = time.perf_counter()
-        build_repo_image(repo, python=args.python, use_cache=False)
+        image = build_repo_image(repo, spec=spec)
         cold = time.perf_counter() - t
         t = time.perf_counter()
-        build_repo_image(repo, python=args.python)
+        again = build_repo_image(repo, spec=spec)
         warm = time.perf_counter() - t
-        client.images.remove(tag, force=True)
+        assert again.cache_hit and again.image_id == image.image_id
+        client.images.remove(image.tag, force=True)
 
     row("DockerSandbox.run('true')", ours)
     row("docker exec CLI (mini-swe-agent)", cli)
