@@ -150,7 +150,9 @@ def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
     data = merge(data, overrides)
     # Switching the sandbox kind keeps only the fields that kind has.
     sandbox = data.get("sandbox") or {}
-    if sandbox.get("type") == "local":
+    if isinstance(sandbox, dict) and "type" not in sandbox:  # `--image X` alone means docker
+        sandbox = data["sandbox"] = {"type": "docker", **sandbox}
+    if isinstance(sandbox, dict) and sandbox.get("type") == "local":
         allowed = set(LocalSandboxConfig.model_fields)
         dropped = {k for k in sandbox if k not in allowed and k in overrides.get("sandbox", {})}
         data["sandbox"] = {k: v for k, v in sandbox.items() if k not in dropped}

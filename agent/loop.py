@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
@@ -88,6 +88,13 @@ class AgentConfig(BaseModel):
     )
 
 
+class Reviewer(Protocol):
+    """Checks a submitted patch (the PGS Tester): a feedback message sends the Generator back to
+    work in the same conversation; None accepts the patch and ends the run."""
+
+    def review(self, patch: str) -> str | None: ...
+
+
 class Submitted(Exception):
     def __init__(self, patch: str) -> None:
         self.patch = patch
@@ -144,6 +151,7 @@ class Agent:
         *,
         function_calling: bool = True,
         on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+        reviewer: Reviewer | None = None,
     ) -> None:
         self.config = config
         self.model = model
@@ -152,6 +160,7 @@ class Agent:
         self.traj = trajectory
         self.function_calling = function_calling
         self.on_step = on_step
+        self.reviewer = reviewer
         self.messages: list[dict[str, Any]] = []
         self.env: dict[str, str] = {}
         self.state: dict[str, Any] = {}
@@ -161,6 +170,8 @@ class Agent:
         self._jinja = jinja2.Environment(
             undefined=jinja2.StrictUndefined, keep_trailing_newline=True
         )
+        # Compiling a template costs about 0.7 ms; prompt() renders one per old observation.
+        self._templates: dict[str, jinja2.Template] = {}
 
     # -- run ----------------------------------------------------------------------------------
 
@@ -316,14 +327,22 @@ class Agent:
         if self.on_step is not None:
             self.on_step(self, step)
         if kind is OutputKind.SUBMISSION:
-            raise Submitted(patch or "")
+            feedback = self.reviewer.review(patch or "") if self.reviewer else None
+            if feedback is None:
+                raise Submitted(patch or "")
+            self.add("user", feedback, "feedback")
+            self.traj.history = self.messages
+            self.traj.save()
         if kind is OutputKind.EXIT_FORFEIT:
             raise Forfeited()
 
     # -- messages -----------------------------------------------------------------------------
 
     def render(self, template: str, values: dict[str, Any]) -> str:
-        return self._jinja.from_string(template).render(**values).strip()
+        compiled = self._templates.get(template)
+        if compiled is None:
+            compiled = self._templates[template] = self._jinja.from_string(template)
+        return compiled.render(**values).strip()
 
     def add(self, role: str, content: str, message_type: str, **extra: Any) -> None:
         self.messages.append(
