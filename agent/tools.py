@@ -361,15 +361,16 @@ class Toolset:
         return env
 
     def state(self, sandbox: Sandbox, env: Mapping[str, str]) -> dict[str, Any]:
-        """Run the state commands, then read ``<home>/state.json`` ({} when there is none)."""
-        for command in self.state_commands:
-            sandbox.run(command, env=env)
-        try:
-            raw = sandbox.read_file(f"{_home(sandbox)}/state.json")
-        except FileNotFoundError:
+        """Run the state commands, then read ``<home>/state.json`` ({} when there is none).
+
+        One sandbox round trip: the commands and the read are one shell command."""
+        if not self.state_commands:
             return {}
+        steps = "; ".join(f"{{ {cmd} ; }} >/dev/null 2>&1" for cmd in self.state_commands)
+        state_file = f"{shlex.quote(_home(sandbox))}/state.json"
+        result = sandbox.run(f"{steps}; cat {state_file} 2>/dev/null", env=env, max_output=1 << 28)
         try:
-            state = json.loads(raw.decode("utf-8", "replace") or "{}")
+            state = json.loads(result.output or "{}")
         except ValueError:
             return {}
         return state if isinstance(state, dict) else {}

@@ -48,28 +48,25 @@ def excluded():
 
 def diff(root):
     """The patch (bytes) of the work tree at ``root`` against HEAD, new files included."""
-    head = _git(["rev-parse", "--verify", "-q", "HEAD^{tree}"], cwd=root, check=False)
-    base = head.stdout.decode().strip() if head.returncode == 0 else EMPTY_TREE
+    # Runs after every action: two git processes in the usual case (add, diff); the others
+    # only for unusual layouts (a .git file, a repository without commits).
     pathspec = ["--", "."] + [f":(exclude){d}" for d in excluded()]
     tmp = tempfile.mkdtemp(prefix="pgs-diff-")
     try:
         index = os.path.join(tmp, "index")
-        real = _git(["rev-parse", "--git-path", "index"], cwd=root).stdout.decode().strip()
-        real = os.path.join(root, real)
+        real = os.path.join(root, ".git", "index")
+        if not os.path.isdir(os.path.join(root, ".git")):
+            real = _git(["rev-parse", "--git-path", "index"], cwd=root).stdout.decode().strip()
+            real = os.path.join(root, real)
         env = dict(os.environ, GIT_INDEX_FILE=index)
         if os.path.isfile(real):
             shutil.copyfile(real, index)
-        elif base != EMPTY_TREE:
-            _git(["read-tree", base], cwd=root, env=env)
         _git(["add", "-A", *pathspec], cwd=root, env=env)
-        out = _git(
-            [
-                *("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv"),
-                *("--src-prefix=a/", "--dst-prefix=b/", base, *pathspec),
-            ],
-            cwd=root,
-            env=env,
-        )
+        flags = ["--cached", "--binary", "--no-color", "--no-ext-diff", "--no-textconv"]
+        flags += ["--src-prefix=a/", "--dst-prefix=b/"]
+        out = _git(["diff", *flags, "HEAD", *pathspec], cwd=root, env=env, check=False)
+        if out.returncode != 0:  # no commit yet: everything is new
+            out = _git(["diff", *flags, EMPTY_TREE, *pathspec], cwd=root, env=env)
         return out.stdout
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
