@@ -38,6 +38,9 @@ class TestResult(BaseModel):
     exception: str | None = Field(None, description="'Type: message' of what was raised")
     trace: str | None = Field(None, description="a short traceback, a few lines")
     output: str | None = Field(None, description="raw pytest output of this test (for io mode)")
+    note: str | None = Field(
+        None, description="what the checker adds, e.g. 'passed before the patch' (a regression)"
+    )
     duration: float = 0.0
 
     @property

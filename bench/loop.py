@@ -10,9 +10,9 @@ repository copied in) through the real openai client. Per step:
 
 where the commands are the action and the bundle's state command (both tools run in the
 sandbox; the state command's run time is printed on its own line). The overhead holds parsing,
-building the prompt, rendering, the sandbox round trips, reading the state, writing the .traj. The timers are
-thin subclasses / a proxy around the real objects (OpenAIModel, DockerSandbox, Toolset,
-Trajectory), nothing is faked. Last line: overhead_ms_per_step=<p50>.
+building the prompt, rendering, the sandbox round trips, reading the state, writing the .traj.
+The timers are thin subclasses / a proxy around the real objects (OpenAIModel, DockerSandbox,
+Toolset, Trajectory), nothing is faked. Last line: overhead_ms_per_step=<p50>.
 """
 
 from __future__ import annotations

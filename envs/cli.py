@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -84,10 +85,7 @@ def _build(args: argparse.Namespace) -> int:
         fields["extras"] = [e for e in args.extras.split(",") if e]
     if args.install:
         fields["install"] = args.install
-    try:
-        spec = images.RepoImageSpec(**fields)
-    except ValueError as e:
-        raise EnvError(str(e).splitlines()[-1].strip()) from e
+    spec = images.RepoImageSpec.checked(fields, source="pgs env build")
     with progress(f"image of {args.repo}") as status:
         built = images.build_repo_image(
             Path(args.repo), args.commit, spec, base_method=args.method, status=status
@@ -133,6 +131,10 @@ def _ls(args: argparse.Namespace) -> int:
 def _prune(args: argparse.Namespace) -> int:
     containers, removed = images.prune(run_id=args.run)
     print(f"removed {containers} container(s) and {removed} image(s)")
+    if args.cache:
+        for folder in ("wheels", "build"):
+            shutil.rmtree(images.cache_dir() / folder, ignore_errors=True)
+        print(f"emptied the wheelhouse cache in {images.cache_dir()}")
     return 0
 
 
@@ -199,6 +201,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "prune", help="remove every container and image labelled pgs-agent=1"
     )
     prune.add_argument("--run", metavar="ID", help="only those of one run")
+    prune.add_argument(
+        "--cache", action="store_true", help="also delete the cached wheelhouses (~/.cache/pgs)"
+    )
     prune.set_defaults(func=user_errors(_prune))
     return env
 

@@ -29,7 +29,9 @@ Dependency detection, at the given commit:
    of the extras ``test``, ``tests``, ``testing``, ``dev`` that it declares (in
    ``[project.optional-dependencies]``, ``[tool.poetry.extras]``, setup.cfg's
    ``[options.extras_require]``, or, best effort, ``extras_require`` in setup.py). Its
-   ``[build-system] requires`` go into the wheelhouse so the offline build works.
+   ``[build-system] requires`` (default: setuptools, wheel) and whatever the build backend asks
+   for besides (e.g. hatchling's ``editables``) go into the wheelhouse so the offline build
+   works.
 3. Always ``pytest`` and ``hypothesis`` (the Tester needs them), plus ``pip``, ``setuptools``
    and ``wheel``.
 
@@ -135,6 +137,8 @@ PASSED_ENV: tuple[str, ...] = (
     "no_proxy",
 )
 CA_IN_CONTAINER = "/etc/pgs-host-ca.crt"
+#: Printed before each step of a script, so a failure can be named.
+STEP_MARKER = "### step: "
 
 BuildMethod = Literal["debootstrap", "dockerfile"]
 #: Receives a short description of each long step (the CLI shows it in a spinner).
@@ -364,6 +368,10 @@ def _dockerfile_base(client: docker.DockerClient, python: str, status: Status) -
 # Building with Docker, and what a failure says
 
 
+def _short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _raise_build_error(step: str, output: str) -> None:
     if looks_like_disk_full(output):
         raise DiskFull(f"{step}: {DISK_FULL_HINT}")
@@ -396,10 +404,13 @@ def _docker_build(
             text = chunk.get("stream", "")
             if text.startswith("Step "):
                 step, output = text.strip(), []
+            for line in text.splitlines():  # one command of a RUN that does several
+                if line.startswith(STEP_MARKER):
+                    step = line.removeprefix(STEP_MARKER).strip()
             output.append(text)
             if "error" in chunk:
                 output.append(str(chunk["error"]))
-                _raise_build_error(f"docker build {tag}: {step}", "".join(output))
+                _raise_build_error(f"docker build {tag}: {_short(step)}", "".join(output))
     image_id = _image_exists(client, tag)
     if image_id is None:
         _raise_build_error(f"docker build {tag}", "".join(output) or "no image was produced")
@@ -457,14 +468,20 @@ class RepoImageSpec(BaseModel):
         section = data.get("image") if isinstance(data, dict) else None
         if section is None:
             return cls()
+        return cls.checked(section, source=f"{source}, section image")
+
+    @classmethod
+    def checked(cls, data: object, *, source: str = "image options") -> RepoImageSpec:
+        """Validate ``data``; a problem is one EnvError sentence, not pydantic's report."""
         try:
-            return cls.model_validate(section)
+            return cls.model_validate(data)
         except ValidationError as e:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'image'}: {err['msg']}"
+                f"{'.'.join(str(p) for p in err['loc']) or 'image'}: "
+                f"{err['msg'].removeprefix('Value error, ')}"
                 for err in e.errors()
             )
-            raise EnvError(f"{source}, section image: {problems}") from e
+            raise EnvError(f"{source}: {problems}") from e
 
     def overridden_by(self, other: RepoImageSpec) -> RepoImageSpec:
         """This spec with every field ``other`` sets explicitly replaced (CLI flags over file)."""
@@ -753,9 +770,8 @@ def build_repo_image(
     python = choose_python(merged, plan)
     install = merged.install if merged.install is not None else plan.install_commands()
     file_digests = {p: hashlib.sha256(c).hexdigest() for p, c in sorted(files.items())}
-    wheel_key = _digest(
-        RECIPE_VERSION, recipe("wheelhouse.sh"), python, file_digests, merged.model_dump()
-    )
+    downloads = merged.model_dump(exclude={"install"})  # install commands download nothing
+    wheel_key = _digest(RECIPE_VERSION, recipe("wheelhouse.sh"), python, file_digests, downloads)
     image_key = _digest(wheel_key, recipe("repo.Dockerfile"), recipe("pgs-gitignore"), sha, install)
     tag = f"{repo_image_name(repo)}:{image_key[:12]}"
     client = client or docker_client()
@@ -798,8 +814,9 @@ def _build_from_context(
         (root / "etc").mkdir()
         (root / "etc" / "pgs-gitignore").write_text(recipe("pgs-gitignore"))
         image_labels = labels(run_id, kind="repo", repo=repo.name, commit=sha, python=python)
+        steps = [(shlex.quote(f"{STEP_MARKER}{command}"), command) for command in install]
         dockerfile = _render(
-            "repo.Dockerfile", base=base, install=install, labels=_label_text(image_labels)
+            "repo.Dockerfile", base=base, install=steps, labels=_label_text(image_labels)
         )
         (context / "Dockerfile").write_text(dockerfile)
         return _docker_build(client, tag=tag, network_mode="none", path=str(context))
@@ -851,7 +868,7 @@ def _wheelhouse(
             container_labels=container_labels(run_id, kind="wheelhouse"),
         )
         if code != 0:
-            steps = output.rsplit("### step: ", 1)
+            steps = output.rsplit(STEP_MARKER, 1)
             step = steps[1].splitlines()[0] if len(steps) == 2 else "pip download"
             _raise_build_error(f"wheelhouse: {step}", output)
         (work / "wheels" / ".complete").write_text(sha + "\n")

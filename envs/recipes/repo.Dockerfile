@@ -10,14 +10,15 @@ ENV PIP_NO_INDEX=1 \
 WORKDIR /repo
 # root/ holds repo/ (a git clone at the commit), wheels/ and etc/pgs-gitignore.
 COPY root/ /
+# --ignore-installed: Debian's pip/setuptools/wheel cannot be uninstalled; /usr/local shadows them.
 # Files the install leaves behind (build folders, generated files) must not show up in a patch.
 RUN git config --system --add safe.directory '*' \
  && git config --system core.excludesFile /etc/pgs-gitignore \
  && git config --system user.name pgs \
  && git config --system user.email pgs@localhost \
- && python3 -m pip install --upgrade pip setuptools wheel \
-{% for command in install %}
- && ({{ command }}) \
+ && python3 -m pip install --ignore-installed pip setuptools wheel \
+{% for marker, command in install %}
+ && printf '%s\n' {{ marker }} && ({{ command }}) \
 {% endfor %}
  && git ls-files --others --exclude-standard | sed 's|^|/|' >> .git/info/exclude
 LABEL {{ labels }}

@@ -247,3 +247,41 @@ def test_prune_removes_labelled_and_keeps_the_rest(docker_client: Any) -> None:
     finally:
         theirs_box.remove(force=True)
         docker_client.images.remove(theirs, force=True)
+
+
+def test_pyproject_project_is_installed_editable_with_its_test_extra(
+    docker_client: Any, base_image: str, tmp_path: Path, run_id: str
+) -> None:
+    pyproject = """
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "hp"
+version = "0.1"
+dependencies = ["six"]
+
+[project.optional-dependencies]
+test = ["iniconfig"]
+"""
+    repo = make_repo(
+        tmp_path / "hp",
+        {"pyproject.toml": pyproject, "src/hp/__init__.py": f"MARK = {uuid.uuid4().hex!r}\n"},
+    )
+    built = build_repo_image(repo, spec=RepoImageSpec(python="3.9"), run_id=run_id)
+    script = "python3 -c 'import hp, six, iniconfig; print(hp.__file__)' && git status --porcelain"
+    code, output = _run(docker_client, built.tag, script, run_id)
+    assert (code, output.strip()) == (0, "/repo/src/hp/__init__.py"), output
+
+
+def test_install_commands_run_offline_and_a_failure_names_the_command(
+    base_image: str, tmp_path: Path, run_id: str
+) -> None:
+    repo = _six_repo(tmp_path / "offline")
+    command = "python3 -m pip install pgs-no-such-package-xyz"
+    spec = RepoImageSpec(python="3.9", install=["python3 -m pip install six", command])
+    with pytest.raises(ImageBuildError) as caught:
+        build_repo_image(repo, spec=spec, run_id=run_id)
+    assert caught.value.step.endswith(command)
+    assert "No matching distribution found for pgs-no-such-package-xyz" in str(caught.value)
