@@ -117,6 +117,19 @@ def _report(result: RunResult, paths: dict[str, Path]) -> None:
         f"cost: ${stats.get('instance_cost', 0.0):.4f} | time: "
         f"{result.trajectory.info.get('duration', 0):.1f}s"
     )
+    pgs = result.trajectory.extra.get("pgs") or {}
+    if pgs.get("mode", "none") != "none":
+        validation = pgs.get("validation") or {}
+        rounds = pgs.get("rounds") or []
+        feedback = sum(1 for r in rounds if r.get("feedback"))
+        err.print(
+            f"PGS ({pgs['mode']}): {len(validation.get('kept') or [])} properties kept, "
+            f"{len(validation.get('dropped') or [])} dropped; {len(rounds)} candidates checked, "
+            f"{feedback} feedback messages; verdict: {pgs.get('verdict')}"
+        )
+        for r in rounds:
+            if r.get("selection"):
+                err.print(f"  round {r['round']}: {r['selection'].get('why')}")
     err.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.loop import AgentConfig
 from agent.models import ModelConfig
+from agent.pgs import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 
@@ -46,6 +47,7 @@ class RunConfig(BaseModel):
     agent: AgentConfig = Field(default_factory=AgentConfig)
     sandbox: SandboxConfig = Field(default_factory=DockerSandboxConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    pgs: PGSConfig = Field(default_factory=PGSConfig)
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
@@ -53,6 +55,7 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "agent": AgentConfig,
     "sandbox": DockerSandboxConfig,
     "tools": ToolsConfig,
+    "pgs": PGSConfig,
 }
 #: Fields of the other sandbox kinds that the flags also accept.
 EXTRA_SECTION_MODELS: dict[str, list[type[BaseModel]]] = {"sandbox": [LocalSandboxConfig]}
@@ -61,6 +64,11 @@ ALIASES = {
     "model.base_url": ["--base-url"],
     "sandbox.type": ["--sandbox"],
     "sandbox.image": ["--image"],
+    "pgs.feedback": ["--feedback"],
+    "pgs.rounds": ["--rounds"],
+    "pgs.tester_model": ["--tester-model"],
+    "pgs.keep_properties": ["--keep-properties"],
+    "pgs.test_cmd": ["--test-cmd"],
 }
 
 

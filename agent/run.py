@@ -16,7 +16,9 @@ from typing import Any
 
 from agent.config import RunConfig, dump
 from agent.loop import Agent, RunResult
+from agent.feedback import get_counter
 from agent.models import GlobalStats, get_model
+from agent.pgs import PGS
 from agent.tools import Toolset
 from agent.trajectory import Trajectory, secrets_from_env, write_atomic
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
@@ -154,7 +156,46 @@ def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
 
 def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
     folder = output_dir / instance_id
-    return {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
+    paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
+    paths["properties"] = folder / f"{instance_id}.properties.patch"
+    return paths
+
+
+def make_reviewer(
+    config: RunConfig,
+    task: Task,
+    sandbox: Sandbox,
+    toolset: Toolset,
+    traj: Trajectory,
+    global_stats: GlobalStats | None,
+    status: Status,
+) -> PGS | None:
+    """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone)."""
+    pgs = config.pgs
+    if pgs.feedback == "none":
+        traj.extra["pgs"] = {"mode": "none"}
+        return None
+    tester_model_config = config.model.model_copy(
+        update={
+            "name": pgs.tester_model or config.model.name,
+            "base_url": pgs.tester_base_url or config.model.base_url,
+        }
+    )
+
+    def on_review(text: str) -> None:
+        status(f"PGS: {text}")
+
+    return PGS(
+        pgs,
+        sandbox=sandbox,
+        toolset=toolset,
+        tester_model=get_model(tester_model_config, global_stats),
+        counter=get_counter(config.model, pgs.tokenizer),
+        trajectory=traj,
+        problem_statement=task.problem_statement,
+        function_calling=config.model.function_calling,
+        status=on_review,
+    )
 
 
 def run_task(
@@ -179,6 +220,7 @@ def run_task(
     toolset = Toolset.from_paths(config.tools.bundles)
     with open_sandbox(config, task.repo, run_id, status) as sandbox:
         status("the agent is working")
+        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, status)
         agent = Agent(
             config.agent,
             model,
@@ -187,8 +229,11 @@ def run_task(
             traj,
             function_calling=config.model.function_calling,
             on_step=on_step,
+            reviewer=reviewer,
         )
         result = agent.run(task.problem_statement)
+        if reviewer is not None and config.pgs.keep_properties:
+            write_atomic(paths["properties"], reviewer.properties_patch())
     write_atomic(paths["patch"], result.submission)
     pred = {
         "instance_id": task.instance_id,

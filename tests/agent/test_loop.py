@@ -115,6 +115,7 @@ def config_for(url: str, image: str, overrides: Mapping[str, Any] | None = None)
             "retries": FAST_RETRIES,
         },
         "sandbox": {"image": image},
+        "pgs": {"feedback": "none"},  # the Generator alone; PGS has its own tests
     }
     return load_config(None, merge(base, overrides or {}))
 
@@ -390,6 +391,8 @@ def pgs_run_args(repo: Path, url: str, image: str, out: Path) -> list[str]:
         json.dumps({MODEL: [0, 0]}),
         "--output-dir",
         str(out),
+        "--feedback",
+        "none",
     ]
 
 
@@ -552,6 +555,8 @@ def run_argv(repo: Path, *extra: str, url: str = "http://127.0.0.1:9/v1") -> lis
         json.dumps({MODEL: [0, 0]}),
         "--model.retries",
         json.dumps({"attempts": 1}),
+        "--feedback",
+        "none",
         *extra,
     ]
 

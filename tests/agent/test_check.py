@@ -1,0 +1,397 @@
+"""Checking in a real sandbox: the pytest plugin's report, the soundness filter, related tests,
+the baseline and the check of a candidate, on the planted-bug repositories of example_repos.
+
+The repository images run Python 3.9 (``.pgs.yaml`` of each example), so the plugin is tested
+on an older interpreter, pytest and Hypothesis than the host's.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent import pgs_pytest_plugin as plugin
+from agent.check import (
+    Baseline,
+    CheckSettings,
+    against_baseline,
+    changed_files,
+    check_candidate,
+    imported_modules,
+    module_names,
+    regressions,
+    related_tests,
+    run_pytest,
+    validate_properties,
+)
+from agent.report import CheckReport, TestResult
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from tests.agent.example_repos import DEDUPE, RLE, ExampleRepo
+
+SETTINGS = CheckSettings(test_timeout=3, run_timeout=120)
+VALIDATED = [
+    "issue_sound",
+    "issue_generated",
+    "regression_sound",
+    "issue_unsound_passes",
+    "regression_unsound_fails",
+    "name_error",
+    "import_error",
+    "bad_strategy",
+]
+
+# -- no Docker needed ---------------------------------------------------------------------------
+
+
+def test_parse_example_reads_old_and_new_hypothesis_formats() -> None:
+    old = "Falsifying example: test_f(\n    xs=[0, 0],\n)\n"
+    new = "E       Failing explicit example: test_f(\nE           xs=[1, 2, 1],\nE       )"
+    one_line = "Falsifying example: test_g(s='a)b', n=3)"
+    commented = "Failing test case: test_h(\n    n=0,  # or any other generated value\n)"
+    assert plugin.parse_example(old) == ("test_f(xs=[0, 0])", False)
+    assert plugin.parse_example(new) == ("test_f(xs=[1, 2, 1])", True)
+    assert plugin.parse_example(one_line) == ("test_g(s='a)b', n=3)", False)
+    assert plugin.parse_example(commented) == ("test_h(n=0)", False)
+    assert plugin.parse_example("assert 1 == 2") == (None, False)
+
+
+_ARGS = st.dictionaries(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+    st.one_of(st.integers(), st.text(), st.lists(st.integers(), max_size=5)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(args=_ARGS, prefixed=st.booleans())
+def test_parse_example_gives_back_any_multi_line_call_on_one_line(
+    args: dict[str, Any], prefixed: bool
+) -> None:
+    lines = ["Falsifying example: test_p(", *(f"    {k}={v!r}," for k, v in args.items()), ")"]
+    if prefixed:
+        lines = [f"E       {line}" for line in lines]
+    example, explicit = plugin.parse_example("\n".join(["some output", *lines, "after"]))
+    assert example == "test_p(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    assert not explicit
+
+
+def test_changed_files_lists_modified_new_and_removed_paths() -> None:
+    patch = (
+        DEDUPE.correct_patch
+        + "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n"
+        "@@ -0,0 +1 @@\n+x = 1\n"
+        "diff --git a/old.py b/old.py\ndeleted file mode 100644\n--- a/old.py\n+++ /dev/null\n"
+        "@@ -1 +0,0 @@\n-y = 2\n"
+    )
+    assert changed_files(patch) == ["listutils/core.py", "new.py", "old.py"]
+
+
+def test_module_names_and_imports_match_by_dotted_path_or_top_level_name() -> None:
+    assert module_names("src/pkg/mod.py") == {"src.pkg.mod", "pkg.mod"}
+    assert module_names("pkg/__init__.py") == {"pkg"}
+    assert module_names("misc.py") == {"misc"}
+    assert module_names("pkg/utils.py") == {"pkg.utils"}  # not a bare `import utils`
+    source = "import os, pkg.mod as m\nfrom pkg import other\nfrom .helpers import h\n"
+    found = imported_modules(source, "tests/unit/test_x.py")
+    assert {"os", "pkg.mod", "pkg", "pkg.other", "tests.unit.helpers"} <= found
+    assert "pkg.other" in imported_modules("from pkg import (\n  other)\n", "t.py")
+    assert "pkg.mod" in imported_modules("from pkg.mod import f\nprint 'py2'\n", "test_a.py")
+
+
+def _result(nodeid: str, category: str, kind: str = "repo") -> TestResult:
+    outcome = "passed" if category == "pass" else "failed"
+    return TestResult.model_validate(
+        {"nodeid": nodeid, "kind": kind, "outcome": outcome, "category": category}
+    )
+
+
+def test_failures_the_original_had_are_not_counted_regressions_are() -> None:
+    before = CheckReport(
+        results=[
+            _result("t.py::old_bug", "wrong_answer"),
+            _result("t.py::fine", "pass"),
+            _result("t.py::crashes", "pass"),
+        ],
+        errors=["broken_test.py: ImportError"],
+    )
+    now = CheckReport(
+        results=[
+            _result("t.py::old_bug", "wrong_answer"),
+            _result("t.py::fine", "wrong_answer"),
+            _result("t.py::crashes", "runtime_error"),
+            _result("t.py::new_test", "runtime_error"),
+            _result(".pgs/properties/test_p.py::test_p", "property_violation", "issue"),
+        ],
+        errors=["broken_test.py: ImportError", "other_test.py: SyntaxError"],
+    )
+    found = regressions(before, now)
+    assert [(r.nodeid, r.category, r.note) for r in found] == [
+        ("t.py::fine", "wrong_answer", "passed before the patch"),
+        ("t.py::crashes", "wrong_answer", "passed before the patch"),
+    ]
+    counted = against_baseline(now, before)
+    assert [r.nodeid for r in counted.failures()] == [
+        "t.py::fine",
+        "t.py::crashes",
+        "t.py::new_test",
+        ".pgs/properties/test_p.py::test_p",
+    ]
+    assert counted.errors == ["other_test.py: SyntaxError"]
+    assert against_baseline(now, None) == now
+
+
+def test_settings_reject_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="extra"):
+        CheckSettings.model_validate({"max_example": 5})
+
+
+# -- in a container -----------------------------------------------------------------------------
+
+
+def _image(repo: ExampleRepo, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    from envs.images import build_repo_image
+
+    path = repo.make(tmp_path_factory.mktemp(repo.name) / repo.name)
+    return path, build_repo_image(path).tag
+
+
+@pytest.fixture(scope="session")
+def dedupe_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _image(DEDUPE, tmp_path_factory)[1]
+
+
+@pytest.fixture(scope="session")
+def rle_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return _image(RLE, tmp_path_factory)[1]
+
+
+@pytest.fixture
+def dedupe(dedupe_image: str) -> Iterator[DockerSandbox]:
+    with DockerSandbox(DockerSandboxConfig(image=dedupe_image)) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def rle(rle_image: str) -> Iterator[DockerSandbox]:
+    with DockerSandbox(DockerSandboxConfig(image=rle_image)) as sandbox:
+        yield sandbox
+
+
+def _write(sandbox: DockerSandbox, repo: ExampleRepo, *roles: str) -> list[str]:
+    paths = []
+    for role in roles:
+        sandbox.write_file(repo.property_path(role), repo.properties[role])
+        paths.append(repo.property_path(role))
+    return paths
+
+
+def _apply(sandbox: DockerSandbox, patch: str) -> None:
+    sandbox.write_file("/tmp/candidate.patch", patch)
+    assert sandbox.run("git apply /tmp/candidate.patch").ok
+
+
+def _by_role(report: CheckReport, repo: ExampleRepo) -> dict[str, TestResult]:
+    """Results of files with one property, by role."""
+    by_file = {r.nodeid.split("::")[0]: r for r in report.results}
+    return {role: by_file[repo.property_path(role)] for role in repo.properties if repo.property_path(role) in by_file}
+
+
+def test_plugin_reports_each_category_on_python_3_9(dedupe: DockerSandbox) -> None:
+    assert "Python 3.9" in dedupe.run("python3 -V").output
+    targets = _write(dedupe, DEDUPE, "issue_generated", "issue_sound", "categories")
+    started = time.monotonic()
+    report = run_pytest(dedupe, [*targets, "tests/test_core.py"], settings=SETTINGS, timeout=60)
+    took = time.monotonic() - started
+    results = report.by_id()
+    shrunk = results[f"{targets[0]}::test_no_repeats_generated"]
+    assert (shrunk.kind, shrunk.rule) == ("issue", "the result holds no element twice")
+    assert (shrunk.category, shrunk.example, shrunk.explicit) == (
+        "property_violation",
+        "test_no_repeats_generated(xs=[0, 0])",
+        False,
+    )
+    assert shrunk.returned is not None and shrunk.returned.startswith("assert 2 == 1")
+    assert "where 2 = len([0, 0])" in shrunk.returned
+    assert shrunk.output and "test_no_repeats_generated" in shrunk.output
+    explicit = results[f"{targets[1]}::test_no_repeats"]
+    assert (explicit.category, explicit.example, explicit.explicit) == (
+        "wrong_answer",
+        "test_no_repeats(xs=[1, 2, 1])",
+        True,
+    )
+    crash = results[f"{targets[2]}::test_first_element"]
+    assert (crash.category, crash.exception) == ("runtime_error", "IndexError: list index out of range")
+    assert crash.example == "test_first_element(xs=[])" and crash.returned is None
+    assert crash.trace and len(crash.trace.splitlines()) <= 10
+    assert "assert dedupe(xs)[0] == xs[0]" in crash.trace
+    spin = results[f"{targets[2]}::test_spins"]
+    assert (spin.outcome, spin.category, spin.example) == ("timeout", "timeout", "test_spins(n=0)")
+    assert spin.duration < SETTINGS.test_timeout + 2 and took < 30
+    assert results[f"{targets[2]}::test_single"].category == "pass"
+    repo_test = results["tests/test_core.py::test_dedupe_example"]
+    assert (repo_test.kind, repo_test.category, repo_test.rule) == ("repo", "pass", None)
+    assert report.errors == [] and report.exit_code == 1
+    assert dedupe.diff() == ""  # nothing left behind in the repository (.hypothesis, caches)
+
+
+def test_two_runs_give_the_same_report(dedupe: DockerSandbox) -> None:
+    targets = _write(dedupe, DEDUPE, *VALIDATED)
+
+    def run() -> str:
+        data = run_pytest(dedupe, targets, settings=SETTINGS, timeout=60).model_dump()
+        data.pop("duration")
+        for result in data["results"]:
+            result.pop("duration")
+        return json.dumps(data, indent=1)
+
+    first = run()
+    assert first == run()
+    assert "xs=[0, 0]" in first
+
+
+def test_validation_keeps_sound_properties_and_says_why_it_drops_the_rest(
+    dedupe: DockerSandbox,
+) -> None:
+    targets = _write(dedupe, DEDUPE, *VALIDATED)
+    report = run_pytest(dedupe, targets, settings=SETTINGS, timeout=60)
+    kept, dropped = validate_properties(report, DEDUPE.issue)
+    assert kept == [  # in the order of the targets
+        f"{DEDUPE.property_path('issue_sound')}::test_no_repeats",
+        f"{DEDUPE.property_path('issue_generated')}::test_no_repeats_generated",
+        f"{DEDUPE.property_path('regression_sound')}::test_order_of_first_occurrence",
+    ]
+    reasons = {d.nodeid.split("::")[0]: d.reason for d in dropped}
+    path = DEDUPE.property_path
+    assert set(reasons) == {
+        path(r)
+        for r in (
+            "issue_unsound_passes",
+            "regression_unsound_fails",
+            "name_error",
+            "import_error",
+            "bad_strategy",
+        )
+    }
+    assert "does not capture the bug" in reasons[path("issue_unsound_passes")]
+    assert reasons[path("regression_unsound_fails")].startswith("unsound: fails on the original")
+    assert "xs=[0, 0]" in reasons[path("regression_unsound_fails")]
+    assert "itself raised NameError" in reasons[path("name_error")]
+    assert reasons[path("import_error")].startswith("the file does not import: ImportError")
+    assert "unique_everseen" in reasons[path("import_error")]
+    assert reasons[path("bad_strategy")].startswith("bad strategy (InvalidArgument)")
+
+
+def test_validation_keeps_an_issue_property_failing_by_the_issues_exception(
+    rle: DockerSandbox,
+) -> None:
+    targets = _write(rle, RLE, "issue_sound", "issue_generated", "regression_sound")
+    targets += _write(rle, RLE, "issue_other_exception")
+    report = run_pytest(rle, targets, settings=SETTINGS, timeout=60)
+    roles = _by_role(report, RLE)
+    generated = roles["issue_generated"]
+    assert generated.category == "runtime_error"
+    assert generated.exception == "IndexError: string index out of range"
+    assert generated.example == "test_round_trip_generated(s='aaaaaaaaaa')"
+    assert generated.trace and generated.trace.splitlines()[-2].startswith("rle/__init__.py:")
+    kept, dropped = validate_properties(report, RLE.issue)
+    assert {k.split("::")[0] for k in kept} == {
+        RLE.property_path(r) for r in ("issue_sound", "issue_generated", "regression_sound")
+    }
+    assert [d.reason for d in dropped] == [
+        "fails on the original code by ValueError, which the issue does not mention"
+    ]
+
+
+def test_related_tests_are_the_files_importing_the_changed_module(
+    dedupe: DockerSandbox, rle: DockerSandbox
+) -> None:
+    _write(dedupe, DEDUPE, "issue_sound")  # imports the module too, but is not a repo test
+    assert related_tests(dedupe, changed_files(DEDUPE.correct_patch)) == [DEDUPE.related_test]
+    assert related_tests(rle, changed_files(RLE.wrong_patch)) == [RLE.related_test]
+    assert related_tests(rle, ["misc.py", "README.md"]) == [RLE.unrelated_test]
+    assert related_tests(rle, ["docs/conf.py"]) == []
+
+
+def test_a_wrong_fix_breaking_a_passing_test_is_a_regression(
+    dedupe: DockerSandbox, tmp_path: Path
+) -> None:
+    properties = _write(dedupe, DEDUPE, "issue_sound", "regression_sound")
+    _apply(dedupe, DEDUPE.wrong_patch)
+    commit = dedupe.run("git rev-parse HEAD").output.strip()
+    tests = related_tests(dedupe, changed_files(dedupe.diff()))
+    cache = Baseline(tmp_path / "baseline.json")
+    baseline = cache.ensure(dedupe, commit, tests, settings=SETTINGS)
+    assert [r.category for r in baseline.results] == ["pass", "pass"]  # the original's results
+    assert "sorted(set(xs))" in dedupe.read_file(DEDUPE.module).decode()  # candidate restored
+    report = check_candidate(
+        dedupe, properties=properties, repo_tests=tests, baseline=baseline, settings=SETTINGS
+    )
+    failures = {r.nodeid: r for r in report.failures()}
+    assert set(failures) == {
+        "tests/test_core.py::test_dedupe_example",
+        f"{properties[1]}::test_order_of_first_occurrence",
+    }
+    regression = failures["tests/test_core.py::test_dedupe_example"]
+    assert (regression.category, regression.note) == ("wrong_answer", "passed before the patch")
+    violated = failures[f"{properties[1]}::test_order_of_first_occurrence"]
+    assert (violated.category, violated.example) == (
+        "property_violation",
+        "test_order_of_first_occurrence(xs=[1, 0])",
+    )
+    # Once per commit: a new cache on the same file answers without running anything.
+    assert Baseline(tmp_path / "baseline.json").get(commit, tests) == baseline
+
+
+def test_the_correct_fix_passes_everything(dedupe: DockerSandbox) -> None:
+    properties = _write(dedupe, DEDUPE, "issue_sound", "issue_generated", "regression_sound")
+    commit = dedupe.run("git rev-parse HEAD").output.strip()
+    _apply(dedupe, DEDUPE.correct_patch)
+    tests = related_tests(dedupe, changed_files(DEDUPE.correct_patch))
+    baseline = Baseline().ensure(dedupe, commit, tests, settings=SETTINGS)
+    report = check_candidate(
+        dedupe, properties=properties, repo_tests=tests, baseline=baseline, settings=SETTINGS
+    )
+    assert report.failures() == [] and report.errors == []
+    assert len(report.results) == 5
+
+
+def test_a_wrong_fix_that_hangs_is_a_timeout_with_its_input(rle: DockerSandbox) -> None:
+    properties = _write(rle, RLE, "issue_generated", "regression_sound")
+    _apply(rle, RLE.wrong_patch)
+    report = check_candidate(
+        rle, properties=properties, repo_tests=[RLE.related_test], baseline=None, settings=SETTINGS
+    )
+    (failure,) = report.failures()
+    assert (failure.kind, failure.category) == ("issue", "timeout")
+    assert failure.example and failure.example.startswith("test_round_trip_generated(s=")
+
+
+def test_a_user_test_command_replaces_the_related_tests(dedupe: DockerSandbox) -> None:
+    _apply(dedupe, DEDUPE.wrong_patch)
+    settings = SETTINGS.model_copy(update={"test_cmd": "python3 -m pytest -q tests/test_core.py"})
+    report = check_candidate(
+        dedupe, properties=[], repo_tests=["tests/test_text.py"], baseline=None, settings=settings
+    )
+    (result,) = report.results
+    assert (result.nodeid, result.category) == (f"test_cmd: {settings.test_cmd}", "wrong_answer")
+    assert result.output and "1 failed, 1 passed" in result.output
+
+
+def test_a_run_over_its_time_limit_or_without_a_report_says_so(dedupe: DockerSandbox) -> None:
+    targets = _write(dedupe, DEDUPE, "categories")
+    slow = SETTINGS.model_copy(update={"test_timeout": 60})
+    report = run_pytest(dedupe, targets, settings=slow, timeout=5)
+    (result,) = report.results
+    assert (result.outcome, result.category, result.nodeid) == ("timeout", "timeout", targets[0])
+    assert "time limit of 5 s" in (result.exception or "")
+    broken = SETTINGS.model_copy(update={"python": "/no/such/python"})
+    report = run_pytest(dedupe, targets, settings=broken, timeout=30)
+    assert report.results == [] and report.exit_code == 127
+    assert report.errors[0].startswith("pytest wrote no report (exit code 127)")
