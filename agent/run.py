@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agent.config import RunConfig, dump
-from agent.loop import Agent, RunResult
 from agent.feedback import get_counter
+from agent.loop import Agent, RunResult
 from agent.models import GlobalStats, get_model
 from agent.pgs import PGS
 from agent.tools import Toolset
