@@ -18,6 +18,21 @@ Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXA
 ``PGS_DEADLINE_MS`` (1000; ``0`` or ``none``: no deadline), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output).
 
+The report::
+
+    {"results": [{"nodeid": "...", "kind": "issue|regression|repo", "rule": "...",
+                  "outcome": "passed|failed|error|skipped|timeout",
+                  "category": "property_violation|wrong_answer|runtime_error|timeout|pass",
+                  "example": "test_f(xs=[0, 0])", "explicit": false,
+                  "returned": "assert 2 == 1 ...", "exception": "Type: message",
+                  "trace": "<= 10 lines", "output": "raw, capped", "duration": 0.04}, ...],
+     "errors": ["<nodeid>: <collection error text>", ...], "exit_code": 1, "duration": 2.1}
+
+A failing test has ``returned`` (AssertionError: pytest's message) or ``exception`` (anything
+else), ``trace`` (innermost frames outside pytest and Hypothesis, ``path:line in function``
+then the source line) and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
+one line; for a test stopped by the time limit, the input it was running (not shrunk).
+
 Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError is a
 ``property_violation``, unless the failing input is an explicit ``@example`` (then, like an
 unmarked repository test failing by AssertionError, a ``wrong_answer``); any other exception is

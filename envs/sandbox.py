@@ -46,6 +46,8 @@ class Sandbox(Protocol):
 
     #: Absolute path of the repository inside the sandbox.
     repo_path: str
+    #: The home folder in the sandbox: tool bundles, state.json and helper files go there.
+    home: str
 
     def run(
         self,

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+#: Fixed dates: the same files give the same commit, so repository images stay cached.
+FIXED_DATES = {
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -13,6 +20,7 @@ def git(repo: Path, *args: str) -> str:
         check=True,
         capture_output=True,
         text=True,
+        env={**os.environ, **FIXED_DATES},
     ).stdout
 
 
