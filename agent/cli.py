@@ -18,6 +18,14 @@ from rich.console import Console
 from agent.config import ConfigError, add_config_flags, flag_overrides, load_config
 from agent.loop import Agent, RunResult
 from agent.models import ModelError
+from agent.pr import (
+    add_github_flags,
+    check_local_flags,
+    is_github_run,
+    run_github_issue,
+    setup_spec,
+    with_image_spec,
+)
 from agent.run import InputError, apply_patch, check_repo, load_issue, output_paths, run_task
 from agent.server import ScriptError
 from agent.tools import ToolConfigError, ToolInstallError
@@ -48,11 +56,18 @@ def default_output_dir(model: str) -> Path:
 def add_run_parser(subparsers: Any) -> None:
     run = subparsers.add_parser(
         "run",
-        help="fix one issue in a local repository",
+        help="fix one issue in a local repository or from a GitHub issue URL",
         description="Fix an issue in a local git repository and write the patch and trajectory.",
     )
-    run.add_argument("--repo", required=True, type=Path, help="path of the git repository")
-    run.add_argument("--issue", required=True, help="a file holding the issue, or its text")
+    run.add_argument(
+        "--repo", type=Path, help="path of the git repository (omit with a GitHub issue URL)"
+    )
+    run.add_argument(
+        "--issue",
+        required=True,
+        help="a file holding the issue, its text, or a GitHub issue URL "
+        "(https://github.com/OWNER/REPO/issues/N: the repository is cloned)",
+    )
     run.add_argument(
         "--config", type=Path, help="YAML file with model/agent/sandbox/tools sections"
     )
@@ -65,15 +80,20 @@ def add_run_parser(subparsers: Any) -> None:
     run.add_argument(
         "--allow-dirty", action="store_true", help="work on top of uncommitted changes"
     )
+    add_github_flags(run)
     add_config_flags(run)
     run.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
-    repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
-    task = load_issue(args.issue, repo)
     output_dir = args.output_dir or default_output_dir(config.model.name)
+    image_spec = setup_spec(args.setup, config)
+    if is_github_run(args):  # an issue URL: agent/pr.py clones, runs, opens the PR
+        return run_github_issue(args, config, output_dir, image_spec, _run_with_progress, _report)
+    check_local_flags(args)
+    repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+    task = with_image_spec(load_issue(args.issue, repo), image_spec)
     result = _run_with_progress(task, config, output_dir)
     _report(result, output_paths(output_dir, task.instance_id))
     if args.apply and result.submission.strip():
@@ -224,6 +244,8 @@ def _check_hidden_tests(repo: Path, patch: str, hidden: Path) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from agent.batch import register_batch
+    from agent.evaluate import register_eval
     from agent.server import register as register_server
     from envs.cli import register as register_env
 
@@ -237,6 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_demo_parser(commands)
     register_env(commands)
     register_server(commands)
+    register_batch(commands)
+    register_eval(commands)
     return parser
 
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent.config import RunConfig, dump
 from agent.feedback import get_counter
@@ -26,6 +26,9 @@ from envs.errors import EnvError, NotAGitRepository
 from envs.local import LocalSandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
+if TYPE_CHECKING:
+    from envs.images import RepoImageSpec
+
 Status = Callable[[str], None]
 
 
@@ -38,6 +41,8 @@ class Task:
     instance_id: str
     problem_statement: str
     repo: Path
+    #: Overrides of the repository image (``--setup``), over the repository's ``.pgs.yaml``.
+    image_spec: RepoImageSpec | None = None
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -84,7 +89,13 @@ def load_issue(issue: str, repo: Path) -> Task:
     return Task(instance_id, text.strip(), repo)
 
 
-def open_sandbox(config: RunConfig, repo: Path, run_id: str, status: Status) -> Sandbox:
+def open_sandbox(
+    config: RunConfig,
+    repo: Path,
+    run_id: str,
+    status: Status,
+    image_spec: RepoImageSpec | None = None,
+) -> Sandbox:
     box: Sandbox
     if isinstance(config.sandbox, DockerSandboxConfig):
         sandbox_config = config.sandbox
@@ -92,7 +103,7 @@ def open_sandbox(config: RunConfig, repo: Path, run_id: str, status: Status) -> 
             from envs.images import build_repo_image
 
             status("preparing the repository image (cached after the first time)")
-            image = build_repo_image(repo, status=status, run_id=run_id)
+            image = build_repo_image(repo, spec=image_spec, status=status, run_id=run_id)
             sandbox_config = sandbox_config.model_copy(update={"image": image.tag})
         status("starting the sandbox")
         box = DockerSandbox(sandbox_config, run_id=run_id)
@@ -218,7 +229,7 @@ def run_task(
     traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
     model = get_model(config.model, global_stats)
     toolset = Toolset.from_paths(config.tools.bundles)
-    with open_sandbox(config, task.repo, run_id, status) as sandbox:
+    with open_sandbox(config, task.repo, run_id, status, task.image_spec) as sandbox:
         status("the agent is working")
         reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, status)
         agent = Agent(

@@ -726,7 +726,8 @@ class RepoImage:
 
 
 def repo_image_name(repo: Path) -> str:
-    name = re.sub(r"[^a-z0-9]+", "-", Path(repo).resolve().name.lower()).strip("-")[:60]
+    # Cut first, strip after: a cut may end on a separator, which Docker refuses.
+    name = re.sub(r"[^a-z0-9]+", "-", Path(repo).resolve().name.lower())[:60].strip("-")
     return f"pgs-repo-{name or 'repo'}"
 
 

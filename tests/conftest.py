@@ -12,12 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from envs.docker_util import LABEL, PID_LABEL
 from envs.errors import DockerUnavailable
 from tests.repos import make_repo
 
 IN_CI = os.environ.get("CI") == "true"
+
+# In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw.
+settings.register_profile("ci", derandomize=True, database=None)
+if IN_CI:
+    settings.load_profile("ci")
 
 
 @pytest.fixture
