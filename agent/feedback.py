@@ -385,52 +385,40 @@ def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounte
 #: of its category. Variables: round, rounds, category, label, nodeid, rule, input, has_example,
 #: has_rule, explicit, kind, returned, exception, trace_lines, duration.
 PROPERTY_TEMPLATE = """\
-Round {{ round }} of {{ rounds }}: the tests found a {{ label }} in your change.
-{% if category == "property_violation" %}
-Property violated: {{ rule }}
-{% elif has_rule %}
-Rule: {{ rule }}
+Round {{ round }} of {{ rounds }}. \
+{% if category == "property_violation" %}Property violated: {{ rule }}
+{% elif has_rule %}{{ label|capitalize }}. Rule: {{ rule }}
+{% else %}{{ label|capitalize }} in {{ nodeid }}
 {% endif %}
-Test: {{ nodeid }}
 {% if has_example %}
 Input{% if explicit %} (from the issue){% endif %}: {{ input }}
 {% endif %}
-{% if category == "wrong_answer" and returned %}
-Expected vs. actual: {{ returned }}
-{% elif returned %}
-Your code returned: {{ returned }}
+{% if returned %}
+Got: {{ returned }}
 {% endif %}
-{% if exception %}
-Your code raised: {{ exception }}
+{% if exception and category != "timeout" %}
+Raised: {{ exception }}
 {% endif %}
 {% if trace_lines %}
-Trace (last lines):
+Trace:
 {% for line in trace_lines %}
   {{ line }}
 {% endfor %}
 {% endif %}
-
 {% set subject = "this input" if has_example else "this test" %}
 {% if category == "property_violation" %}
-The rule above does not hold for {{ subject }}. Find why your code breaks it here and fix \
-the code so that the rule holds for every valid input, not only this one.
+Make the rule hold for every valid input, not only {{ subject }}.
+{% elif category == "wrong_answer" and kind != "issue" %}
+This passed before your change and fails now: keep that behaviour while fixing the issue.
 {% elif category == "wrong_answer" %}
-{% if kind == "issue" %}
-The output for {{ subject }} is not the one the issue expects. Fix the logic so the expected \
-output comes out.
-{% else %}
-This test passed before your change and fails now: your change broke behaviour that must \
-not change. Fix the code, keeping what the issue asks for.
-{% endif %}
+This is not the result the issue expects: fix the logic.
 {% elif category == "runtime_error" %}
-Your code crashed on {{ subject }}. Use the exception and the trace to find the faulty \
-assumption and fix it.
+Your code crashed on {{ subject }}: fix the faulty assumption.
 {% elif category == "timeout" %}
-{{ subject|capitalize }} took too long{% if duration %} (stopped after \
-{{ "%.1f"|format(duration) }} s){% endif %}. The logic may be right but the algorithm is too \
-slow: rethink it and use a faster one.
+Too slow on {{ subject }}{% if duration %} (stopped after {{ "%.1f"|format(duration) }} s)\
+{% endif %}: use a faster algorithm.
 {% endif %}
-Do not edit the tests; change the code, then submit again.
+Change the code, not the tests, then submit again.
 """
 
 #: io feedback (Self-Edit): the raw pytest output of the first failing test, one header line.
@@ -463,11 +451,37 @@ def _rule_in_words(result: TestResult) -> str:
     return words or name
 
 
+_FRAME = re.compile(r"^(\S+):\d+ in \S+")
+_PYTEST_NOISE = re.compile(r"^\s*(Use -v to get more diff|Full diff:.*)?\s*$")
+
+
+def _is_test_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith(".pgs/") or name.startswith("test_") or name.endswith("_test.py")
+
+
 def _trace_lines(result: TestResult) -> list[str]:
+    """At most 10 lines; none when the trace only shows the test's own failing assertion
+    (the message already holds it), so the lines left point into the code under test."""
     if not result.trace:
         return []
     lines = [line.rstrip() for line in result.trace.strip().splitlines() if line.strip()]
+    frames = [m.group(1) for line in lines if (m := _FRAME.match(line.strip()))]
+    if (
+        result.category in ("property_violation", "wrong_answer")
+        and frames
+        and all(_is_test_path(f) for f in frames)
+    ):
+        return []
     return [_clip(line, 200) or "" for line in lines[-MAX_TRACE_LINES:]]
+
+
+def _returned(result: TestResult) -> str | None:
+    """pytest's assertion message without its hints and blank lines."""
+    if not result.returned:
+        return None
+    lines = [ln.rstrip() for ln in result.returned.splitlines() if not _PYTEST_NOISE.match(ln)]
+    return _clip("\n".join(lines))
 
 
 def render_feedback(
@@ -511,7 +525,7 @@ def render_feedback(
             "has_example": bool(result.example),
             "explicit": result.explicit,
             "kind": result.kind,
-            "returned": _clip(result.returned),
+            "returned": _returned(result),
             "exception": _clip(result.exception),
             "trace_lines": _trace_lines(result),
             "duration": result.duration,

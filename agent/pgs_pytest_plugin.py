@@ -181,8 +181,15 @@ def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
 
 
 def _is_timeout(exc: BaseException) -> bool:
-    if isinstance(exc, PgsTimeLimit):
-        return True
+    # The time limit may fire while Hypothesis generates or shrinks; it then raises an error of
+    # its own (FlakyStrategyDefinition...) with ours only in the chain of causes.
+    seen = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, PgsTimeLimit):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     name = type(exc).__name__
     return name == "DeadlineExceeded" or (
         name in ("Flaky", "FlakyFailure") and "Unreliable test timings" in str(exc)
