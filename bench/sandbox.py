@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/sandbox.py [--n 200] [--image pgs-base:py3.9]
 
-Prints p50/p95 round trip of `true` through DockerSandbox, through `docker exec` with the CLI
+Prints p50/p95 round trip of `true` through DockerSandbox (and of a bare helper request, which
+starts no process: the transport alone), through `docker exec` with the CLI
 (mini-swe-agent's DockerEnvironment: `docker exec -w DIR CID bash -lc CMD`) and through the SDK's
 exec_run; container start time; cold and warm repository-image build; reading a 1 MB file.
 Last line: exec_speedup=<docker exec p50 / ours p50>.
@@ -47,7 +48,9 @@ def row(name: str, xs: list[float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=200, help="round trips per method")
+    parser.add_argument(
+        "--n", type=int, default=60, help="rounds; each: 4 of ours, 1 of each docker exec"
+    )
     parser.add_argument("--python", default="3.9", help="base image Python")
     args = parser.parse_args()
 
@@ -66,22 +69,27 @@ def main() -> None:
             box.close()
 
         with DockerSandbox(DockerSandboxConfig(image=image), repo=repo) as box:
-            ours = timed(lambda: box.run("true"), args.n)
             cid = box.container.id
-            cli = timed(
-                lambda: subprocess.run(
+
+            def docker_exec_cli() -> None:
+                subprocess.run(
                     ["docker", "exec", "-w", box.repo_path, cid, "bash", "-lc", "true"],
                     check=True,
                     capture_output=True,
-                ),
-                max(args.n // 4, 20),
-            )
-            sdk = timed(
-                lambda: client.api.exec_start(
+                )
+
+            def docker_exec_sdk() -> None:
+                client.api.exec_start(
                     client.api.exec_create(cid, ["bash", "-c", "true"], workdir=box.repo_path)
-                ),
-                max(args.n // 4, 20),
-            )
+                )
+
+            # Interleaved, so that both see the same machine (this one's timings drift).
+            ours, cli, sdk, ping = [], [], [], []
+            for _ in range(args.n):
+                ours += timed(lambda: box.run("true"), 4)
+                ping += timed(lambda: box._call("ping", wait=30), 4)
+                cli += timed(docker_exec_cli, 1)
+                sdk += timed(docker_exec_sdk, 1)
             box.write_file("/tmp/one_mb.bin", b"x" * (1 << 20))
             reads = timed(lambda: box.read_file("/tmp/one_mb.bin"), 20)
 
@@ -98,6 +106,7 @@ def main() -> None:
         client.images.remove(image.tag, force=True)
 
     row("DockerSandbox.run('true')", ours)
+    row("helper round trip, no process", ping)
     row("docker exec CLI (mini-swe-agent)", cli)
     row("docker SDK exec_run", sdk)
     print(f"{'container start (to ready)':<34} p50 {statistics.median(starts):8.3f} s")

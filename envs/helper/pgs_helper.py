@@ -100,6 +100,77 @@ def _pump(proc, buf, timeout):
         sel.close()
 
 
+class _Spawned(object):
+    """The part of Popen's interface the helper uses, for a process from posix_spawn."""
+
+    def __init__(self, pid, stdout):
+        self.pid = pid
+        self.stdout = stdout
+        self.returncode = None
+
+    def _reap(self, flags):
+        pid, status = os.waitpid(self.pid, flags)
+        if pid == 0:
+            return None
+        if os.WIFSIGNALED(status):
+            self.returncode = -os.WTERMSIG(status)
+        else:
+            self.returncode = os.WEXITSTATUS(status)
+        return self.returncode
+
+    def poll(self):
+        return self.returncode if self.returncode is not None else self._reap(os.WNOHANG)
+
+    def wait(self, timeout=None):
+        if self.returncode is not None:
+            return self.returncode
+        if timeout is None:
+            return self._reap(0)
+        deadline = time.monotonic() + timeout
+        delay = 0.0002
+        while self.poll() is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired(["bash"], timeout)
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.05)
+        return self.returncode
+
+
+def _start(cmd, cwd, env):
+    """``bash -c cmd`` in a new session, stdout and stderr on one pipe, stdin from /dev/null.
+
+    posix_spawn (vfork underneath) starts a command about 1 ms faster than Popen's fork; it has
+    no cwd argument, so the helper (one request at a time) changes its own and changes back."""
+    if not hasattr(os, "posix_spawnp") or sys.version_info < (3, 8):
+        return subprocess.Popen(
+            ["bash", "-c", cmd], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    read_end, write_end = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, write_end, 1),
+        (os.POSIX_SPAWN_DUP2, write_end, 2),
+    ]
+    here = os.getcwd()
+    try:
+        if cwd:
+            os.chdir(cwd)
+        pid = os.posix_spawnp(
+            "bash", ["bash", "-c", cmd], env, file_actions=actions, setsid=True,
+            # Python ignores SIGPIPE and SIGXFSZ; a shell command expects the defaults.
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+        )
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+        os.chdir(here)
+    return _Spawned(pid, os.fdopen(read_end, "rb", buffering=0))
+
+
 def run(req):
     env = dict(os.environ)
     env.update(req.get("env") or {})
@@ -107,15 +178,7 @@ def run(req):
     buf = CappedBuffer(int(req.get("max_output") or 1000000))
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(
-            ["bash", "-c", req["cmd"]],
-            cwd=req.get("cwd") or None,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        proc = _start(req["cmd"], req.get("cwd") or None, env)
     except (OSError, ValueError) as e:
         return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
                 "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
