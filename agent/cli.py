@@ -26,7 +26,15 @@ from agent.pr import (
     setup_spec,
     with_image_spec,
 )
-from agent.run import InputError, apply_patch, check_repo, load_issue, output_paths, run_task
+from agent.run import (
+    InputError,
+    apply_patch,
+    check_repo,
+    load_issue,
+    output_paths,
+    run_task,
+    usage,
+)
 from agent.server import ScriptError
 from agent.tools import ToolConfigError, ToolInstallError
 from envs.cli import USER_ERROR, print_error
@@ -130,11 +138,11 @@ def _report(result: RunResult, paths: dict[str, Path]) -> None:
         print(result.submission, end="" if result.submission.endswith("\n") else "\n")
     else:
         err.print("(no changes)")
-    stats = result.trajectory.info.get("model_stats", {})
+    stats = usage(result)  # the Generator's and the Tester's
     err.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
-        f"{stats.get('tokens_sent', 0)} sent, {stats.get('tokens_received', 0)} received | "
-        f"cost: ${stats.get('instance_cost', 0.0):.4f} | time: "
+        f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
+        f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}) | time: "
         f"{result.trajectory.info.get('duration', 0):.1f}s"
     )
     pgs = result.trajectory.extra.get("pgs") or {}

@@ -32,7 +32,7 @@ from agent.github import (
     push,
 )
 from agent.loop import RunResult
-from agent.run import InputError, Task, apply_patch, check_repo, output_paths
+from agent.run import InputError, Task, apply_patch, check_repo, output_paths, usage
 from envs.cli import print_error
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.images import ALWAYS_INSTALL, RepoImageSpec
@@ -332,11 +332,12 @@ def evidence(result: RunResult) -> list[str]:
 
 
 def run_line(result: RunResult, config: RunConfig) -> str:
-    stats = result.trajectory.info.get("model_stats", {})
-    tokens = stats.get("tokens_sent", 0) + stats.get("tokens_received", 0)
+    stats = usage(result)  # the Generator's and the Tester's
+    tokens = int(stats["tokens_sent"] + stats["tokens_received"])
     return (
         f"Model `{config.model.name}`; exit status `{result.exit_status}`; {result.steps} steps; "
-        f"{tokens} tokens; cost ${stats.get('instance_cost', 0.0):.4f}."
+        f"{tokens} tokens; cost ${stats['instance_cost']:.4f} "
+        f"(of which the Tester ${stats['tester_cost']:.4f})."
     )
 
 

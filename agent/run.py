@@ -255,6 +255,21 @@ def run_task(
     return result
 
 
+def usage(result: RunResult) -> dict[str, float]:
+    """Tokens and cost of the whole run: the Generator's ``model_stats`` plus the Tester's."""
+    out = {"tokens_sent": 0.0, "tokens_received": 0.0, "instance_cost": 0.0, "tester_cost": 0.0}
+    tester = ((result.trajectory.extra.get("pgs") or {}).get("tester") or {}).get("info") or {}
+    for stats, is_tester in (
+        (result.trajectory.info.get("model_stats"), False),
+        (tester.get("model_stats"), True),
+    ):
+        for key in ("tokens_sent", "tokens_received", "instance_cost"):
+            out[key] += float((stats or {}).get(key, 0) or 0)
+        if is_tester:
+            out["tester_cost"] = float((stats or {}).get("instance_cost", 0) or 0)
+    return out
+
+
 def apply_patch(repo: Path, patch: str) -> None:
     """Apply the agent's patch to the user's working tree (checked first, all or nothing)."""
     if not patch.strip():
