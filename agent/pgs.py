@@ -6,7 +6,7 @@ Per submission (:meth:`PGS.review`):
 1. back to the original code (the candidate is kept aside);
 2. first round: the Tester writes properties; they are validated on the original code
    (unsound ones dropped, with the reason);
-3. the related repository tests get a baseline on the original code (cached per test set);
+3. the related repository tests get a baseline on the original code (cached per test file);
 4. the candidate is re-applied and checked: kept properties + related tests, one pytest run;
 5. all pass → accepted; else ONE failure is selected (``--feedback`` mode) and rendered,
    until ``rounds`` feedback messages have been sent.
@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.check import (
+    Baseline,
     CheckSettings,
     changed_files,
     check_candidate,
@@ -104,7 +105,7 @@ class PGS:
         self.check_settings = config.check.model_copy(update={"test_cmd": config.test_cmd})
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []
-        self.baselines: dict[tuple[str, ...], CheckReport] = {}
+        self.baselines = Baseline()
         self.feedback_sent = 0
         self.record: dict[str, Any] = {
             "mode": config.feedback,
@@ -143,9 +144,7 @@ class PGS:
             return None
         self.feedback_sent += 1
         message = render_feedback(selection, mode, self.feedback_sent, self.config.rounds)
-        round_record["selection"] = (
-            selection.model_dump() if hasattr(selection, "model_dump") else vars(selection)
-        )
+        round_record["selection"] = selection.model_dump()
         round_record["feedback"] = message
         self.traj.save()
         return message
@@ -215,17 +214,10 @@ class PGS:
         self.traj.save()
 
     def baseline(self, repo_tests: list[str]) -> CheckReport | None:
+        """The related tests on the original code; each test file runs once per run."""
         if not repo_tests:
             return None
-        key = tuple(repo_tests)
-        if key not in self.baselines:
-            self.baselines[key] = run_pytest(
-                self.sandbox,
-                repo_tests,
-                settings=self.check_settings,
-                timeout=self.check_settings.run_timeout,
-            )
-        return self.baselines[key]
+        return self.baselines.ensure(self.sandbox, "HEAD", repo_tests, settings=self.check_settings)
 
     def properties_patch(self) -> str:
         """The kept property files as a patch adding them under tests/pgs_properties/."""
