@@ -35,7 +35,7 @@ from agent.loop import RunResult
 from agent.run import InputError, Task, apply_patch, check_repo, output_paths, usage
 from envs.cli import print_error
 from envs.docker_sandbox import DockerSandboxConfig
-from envs.images import ALWAYS_INSTALL, RepoImageSpec
+from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: GitHub refuses comments and PR bodies longer than 65536 characters.
@@ -124,9 +124,8 @@ def setup_spec(setup: list[str] | None, config: RunConfig) -> RepoImageSpec | No
             f"--setup installs into the repository image pgs builds, but --image {sandbox.image} "
             "is given: drop one of them"
         )
-    # The Tester needs pytest and Hypothesis (always in the wheelhouse): installed after.
-    tester = "python3 -m pip install " + " ".join(ALWAYS_INSTALL)
-    return RepoImageSpec.checked({"install": [*setup, tester]}, source="--setup")
+    # The image adds pytest and Hypothesis for the Tester after these commands.
+    return RepoImageSpec.checked({"install": list(setup)}, source="--setup")
 
 
 def refusal(result: RunResult, *, force: bool) -> str | None:

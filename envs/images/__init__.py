@@ -1,0 +1,116 @@
+"""Images the sandbox runs in: one base image per Python, then per repository an environment
+layer and the repository at one commit. The public API of the package; see the modules:
+
+- :mod:`envs.images.base`: base images (Debian's Python, a compiler, git);
+- :mod:`envs.images.detect`: what a repository needs, read from its files;
+- :mod:`envs.images.repo`: repository images;
+- :mod:`envs.images.common`: building layers with the host's network, the cache, locks;
+- :mod:`envs.images.git`: the repository as it goes into an image;
+- :mod:`envs.images.housekeeping`: listing and removing what pgs made.
+"""
+
+from envs.images.base import (
+    BASE_PACKAGES,
+    DEBIAN_SUITES,
+    DEFAULT_MIRROR,
+    DEFAULT_PYTHON,
+    SUPPORTED_PYTHONS,
+    BuildMethod,
+    base_tag,
+    check_python,
+    ensure_base_image,
+)
+from envs.images.common import (
+    IMAGE_ENV,
+    OFFLINE_WHEELS,
+    STEP_MARKER,
+    TESTER_STEP,
+    VENV,
+    Layer,
+    Status,
+    cache_dir,
+    digest,
+    file_lock,
+    finish_repo_steps,
+    git_setup_steps,
+    image_exists,
+    offline_wheels_step,
+    quote_requirement,
+    recipe,
+    venv_steps,
+)
+from envs.images.detect import (
+    TEST_EXTRAS,
+    DependencyPlan,
+    RepoImageSpec,
+    choose_python,
+    clean_requirements,
+    detect_dependencies,
+)
+from envs.images.git import (
+    dependency_files,
+    has_commit,
+    history_clone,
+    is_dependency_file,
+    resolve_commit,
+    show,
+)
+from envs.images.housekeeping import PgsObjects, list_pgs, prune
+from envs.images.repo import (
+    REPO_PATH,
+    RepoImage,
+    build_layered,
+    build_repo_image,
+    load_repo_spec,
+    repo_image_name,
+)
+
+__all__ = [
+    "BASE_PACKAGES",
+    "DEBIAN_SUITES",
+    "DEFAULT_MIRROR",
+    "DEFAULT_PYTHON",
+    "IMAGE_ENV",
+    "OFFLINE_WHEELS",
+    "REPO_PATH",
+    "STEP_MARKER",
+    "SUPPORTED_PYTHONS",
+    "TESTER_STEP",
+    "TEST_EXTRAS",
+    "VENV",
+    "BuildMethod",
+    "DependencyPlan",
+    "Layer",
+    "PgsObjects",
+    "RepoImage",
+    "RepoImageSpec",
+    "Status",
+    "base_tag",
+    "build_layered",
+    "build_repo_image",
+    "cache_dir",
+    "check_python",
+    "choose_python",
+    "clean_requirements",
+    "dependency_files",
+    "detect_dependencies",
+    "digest",
+    "ensure_base_image",
+    "file_lock",
+    "finish_repo_steps",
+    "git_setup_steps",
+    "has_commit",
+    "history_clone",
+    "image_exists",
+    "is_dependency_file",
+    "list_pgs",
+    "load_repo_spec",
+    "offline_wheels_step",
+    "prune",
+    "quote_requirement",
+    "recipe",
+    "repo_image_name",
+    "resolve_commit",
+    "show",
+    "venv_steps",
+]

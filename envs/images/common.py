@@ -1,0 +1,324 @@
+"""What every image build shares: the cache folder, locks, recipes, ``docker build`` with the
+host's network and certificate authority, and what a failed build says."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envs.docker_util import translate_errors
+from envs.errors import DISK_FULL_HINT, DiskFull, ImageBuildError, looks_like_disk_full
+
+if TYPE_CHECKING:
+    import docker
+
+#: Receives a short description of each long step (the CLI shows it in a spinner).
+Status = Callable[[str], None]
+#: Printed before each step of a build script, so a failure can be named.
+STEP_MARKER = "### step: "
+#: The Python environment of every image (a venv: `python`, `pip`, `pytest` are its own).
+VENV = "/opt/pgs/venv"
+#: Wheels of the repository's build requirements, so `pip install -e .` works offline.
+OFFLINE_WHEELS = "/opt/pgs/wheels"
+#: pip, setuptools and wheel of a new environment: what a conda environment of late 2024 held.
+ENV_BOOTSTRAP = ("pip==24.2", "setuptools==75.1.0", "wheel==0.44.0")
+#: Where the host's certificate authority goes in a build (removed from nothing: it is public).
+CA_IN_IMAGE = "/etc/pgs-host-ca.crt"
+#: Host variables passed to builds so pip and apt reach the same index as the host.
+PASSED_ENV: tuple[str, ...] = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_TRUSTED_HOST",
+    "PIP_DEFAULT_TIMEOUT",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+)
+CA_VARIABLES = (
+    "PIP_CERT",
+    "SSL_CERT_FILE",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "GIT_SSL_CAINFO",
+)
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+def recipe(name: str) -> str:
+    """The text of one file in ``envs/recipes``."""
+    return resources.files("envs").joinpath("recipes", name).read_text(encoding="utf-8")
+
+
+def render(name: str, **values: Any) -> str:
+    import jinja2
+
+    env = jinja2.Environment(keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    return env.from_string(recipe(name)).render(**values)
+
+
+def cache_dir() -> Path:
+    """``$PGS_CACHE_DIR``, else ``$XDG_CACHE_HOME/pgs``, else ``~/.cache/pgs``."""
+    if os.environ.get("PGS_CACHE_DIR"):
+        return Path(os.environ["PGS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pgs"
+
+
+@contextmanager
+def file_lock(name: str) -> Iterator[None]:
+    """Serialise builds of the same image across processes (parallel test runs, two CLIs)."""
+    folder = cache_dir() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def image_exists(client: docker.DockerClient, tag: str) -> str | None:
+    """The image ID of ``tag``, or None."""
+    import docker.errors
+
+    with translate_errors(f"look up image {tag}"):
+        try:
+            return str(client.images.get(tag).id)
+        except docker.errors.ImageNotFound:
+            return None
+
+
+def image_labels(client: docker.DockerClient, tag: str) -> dict[str, str]:
+    with translate_errors(f"inspect image {tag}"):
+        return dict(client.images.get(tag).labels or {})
+
+
+def label_text(values: Mapping[str, str]) -> str:
+    """The arguments of one Dockerfile LABEL line (one line: one layer, not one per label)."""
+    return " ".join(f"{k}={json.dumps(v)}" for k, v in values.items())
+
+
+def short(text: str, limit: int = 160) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def raise_build_error(step: str, output: str) -> None:
+    if looks_like_disk_full(output):
+        raise DiskFull(f"{step}: {DISK_FULL_HINT}")
+    raise ImageBuildError(step, output)
+
+
+def ca_bundle() -> str | None:
+    """The host's CA bundle: pip's own setting first, as the host reaches the index with it."""
+    for name in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        path = os.environ.get(name)
+        if path and Path(path).is_file():
+            return path
+    default = "/etc/ssl/certs/ca-certificates.crt"
+    return default if Path(default).is_file() else None
+
+
+def docker_build(
+    client: docker.DockerClient,
+    *,
+    tag: str,
+    network_mode: str,
+    path: str | None = None,
+    fileobj: io.BytesIO | None = None,
+    buildargs: Mapping[str, str] | None = None,
+) -> str:
+    """``docker build``; returns the image ID. A failure names the step that failed."""
+    step, output = "docker build", list[str]()
+    with translate_errors(f"build {tag}"):
+        stream = client.api.build(
+            path=path,
+            fileobj=fileobj,
+            tag=tag,
+            network_mode=network_mode,
+            rm=True,
+            forcerm=True,
+            pull=False,
+            decode=True,
+            timeout=None,
+            buildargs=dict(buildargs or {}),
+        )
+        for chunk in stream:
+            text = chunk.get("stream", "")
+            if text.startswith("Step "):
+                step, output = text.strip(), []
+            for line in text.splitlines():  # one command of a RUN that does several
+                if line.startswith(STEP_MARKER):
+                    step = line.removeprefix(STEP_MARKER).strip()
+            output.append(text)
+            if "error" in chunk:
+                output.append(str(chunk["error"]))
+                raise_build_error(f"docker build {tag}: {short(step)}", "".join(output))
+    image_id = image_exists(client, tag)
+    if image_id is None:
+        raise_build_error(f"docker build {tag}", "".join(output) or "no image was produced")
+    assert image_id is not None
+    return image_id
+
+
+@dataclass
+class Layer:
+    """One image built on another: files copied to ``/``, then shell steps, each named.
+
+    Steps run with the host's network and certificate authority (``network=True``, the way the
+    official SWE-bench harness builds) or with none; the image's containers never get the
+    network from this. A step is one shell command; a failure names it.
+    """
+
+    base: str
+    steps: Sequence[str]
+    labels: Mapping[str, str]
+    workdir: str = "/"
+    network: bool = True
+    #: Files for the image: path inside the image -> contents.
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    #: Folders for the image: path inside the image -> a host folder copied whole.
+    folders: Mapping[str, Path] = field(default_factory=dict)
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def dockerfile(self, with_ca: bool) -> str:
+        lines = [f"FROM {self.base}"]
+        if with_ca:
+            lines.append(f"COPY pgs-host-ca.crt {CA_IN_IMAGE}")
+        lines += [f"ARG {name}" for name in (*PASSED_ENV, *CA_VARIABLES)]
+        if self.files or self.folders:
+            lines.append("COPY root/ /")
+        if self.env:
+            lines.append("ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in self.env.items()))
+        lines.append(f"WORKDIR {self.workdir}")
+        if self.steps:
+            lines.append("COPY pgs-steps.sh /tmp/pgs-steps.sh")
+            lines.append("RUN bash /tmp/pgs-steps.sh && rm -f /tmp/pgs-steps.sh")
+        lines.append(f"LABEL {label_text(self.labels)}")
+        return "\n".join(lines) + "\n"
+
+    def script(self) -> str:
+        """The steps as one bash script: each announced by its marker, the first failure ends it."""
+        run = ["set -e"]
+        for command in self.steps:
+            run.append(f"printf '%s\\n' {shlex.quote(STEP_MARKER + short(command, 300))}")
+            run.append(f"( {command}\n)")
+        return "\n".join(run) + "\n"
+
+    def build(self, client: docker.DockerClient, tag: str) -> str:
+        builds = cache_dir() / "build"
+        builds.mkdir(parents=True, exist_ok=True)
+        context = Path(tempfile.mkdtemp(prefix="ctx-", dir=builds))
+        try:
+            ca = ca_bundle() if self.network else None
+            if ca:
+                shutil.copyfile(ca, context / "pgs-host-ca.crt")
+            root = context / "root"
+            for inside, data in self.files.items():
+                target = root / inside.lstrip("/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            for inside, folder in self.folders.items():
+                target = root / inside.lstrip("/")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(folder), str(target))
+            (context / "Dockerfile").write_text(self.dockerfile(with_ca=bool(ca)))
+            if self.steps:
+                (context / "pgs-steps.sh").write_text(self.script())
+            args = {n: os.environ[n] for n in PASSED_ENV if n in os.environ}
+            if ca:
+                args |= dict.fromkeys(CA_VARIABLES, CA_IN_IMAGE)
+            return docker_build(
+                client,
+                tag=tag,
+                network_mode="host" if self.network else "none",
+                path=str(context),
+                buildargs=args,
+            )
+        finally:
+            shutil.rmtree(context, ignore_errors=True)
+
+
+def venv_steps(python: str = "python3") -> list[str]:
+    """The image's environment: a venv with the pip, setuptools and wheel of ENV_BOOTSTRAP."""
+    packages = " ".join(shlex.quote(p) for p in ENV_BOOTSTRAP)
+    return [
+        f"{python} -m venv {VENV}",
+        f"{VENV}/bin/python -m pip install --no-cache-dir -q {packages}",
+    ]
+
+
+#: The environment every image gets: the venv first on PATH, pip pointed at the offline wheels.
+IMAGE_ENV = {
+    "PATH": f"{VENV}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "VIRTUAL_ENV": VENV,
+    "LANG": "C.UTF-8",
+    "PIP_FIND_LINKS": OFFLINE_WHEELS,
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PIP_ROOT_USER_ACTION": "ignore",
+}
+
+
+def offline_wheels_step(build_requires: Sequence[str]) -> str:
+    """Download the build requirements into :data:`OFFLINE_WHEELS`, so that reinstalling the
+    project (``pip install -e .``, as SWE-bench's evaluation scripts do) works with the network
+    off. Nothing is installed."""
+    wanted = ["setuptools>=40.8.0", "wheel", "editables", *build_requires]
+    quoted = " ".join(shlex.quote(r) for r in dict.fromkeys(wanted))
+    return f"mkdir -p {OFFLINE_WHEELS} && python -m pip download -q -d {OFFLINE_WHEELS} {quoted}"
+
+
+#: The Tester's tools, added without changing any version the repository's environment holds.
+TESTER_STEP = (
+    "python -m pip list --format=freeze --exclude-editable | grep -v '^-e' > /tmp/pgs-pins.txt"
+    " && python -m pip install -q -c /tmp/pgs-pins.txt pytest hypothesis"
+    " && rm -f /tmp/pgs-pins.txt"
+)
+
+
+def git_setup_steps() -> list[str]:
+    return [
+        "git config --system --add safe.directory '*'",
+        "git config --system core.excludesFile /etc/pgs-gitignore",
+        "git config --system user.name pgs && git config --system user.email pgs@localhost",
+    ]
+
+
+def finish_repo_steps() -> list[str]:
+    """After the install: what it left untracked is ignored, what it changed is committed
+    (as the SWE-bench harness does), so a patch holds only the agent's work."""
+    return [
+        "git ls-files --others --exclude-standard | sed 's|^|/|' >> .git/info/exclude",
+        "git diff --quiet || git commit -qam 'pgs: changes made by the environment setup'",
+    ]
+
+
+def quote_requirement(requirement: str) -> str:
+    """A requirement as one shell word (``numpy<2`` must not become a redirection)."""
+    if re.fullmatch(r"[A-Za-z0-9_.\-\[\],=<>!~*+]+", requirement) and not re.search(
+        r"[<>]", requirement
+    ):
+        return requirement
+    return shlex.quote(requirement.strip("'\""))

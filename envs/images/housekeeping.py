@@ -1,0 +1,79 @@
+"""Finding and removing what pgs made: images and containers labelled ``pgs-agent=1``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from envs.docker_util import LABEL, RUN_LABEL, docker_client, translate_errors
+from envs.errors import EnvError, ImageNotFound
+
+if TYPE_CHECKING:
+    import docker
+
+
+@dataclass(frozen=True)
+class PgsObjects:
+    """Images and containers labelled pgs-agent=1."""
+
+    images: list[Any]
+    containers: list[Any]
+
+
+def _filters(run_id: str | None) -> dict[str, list[str]]:
+    wanted = [f"{LABEL}=1"]
+    if run_id:
+        wanted.append(f"{RUN_LABEL}={run_id}")
+    return {"label": wanted}
+
+
+def list_pgs(client: docker.DockerClient | None = None, *, run_id: str | None = None) -> PgsObjects:
+    """Every pgs image and container (all states), or only those of ``run_id``."""
+    client = client or docker_client()
+    with translate_errors("list pgs images and containers"):
+        return PgsObjects(
+            images=client.images.list(filters=_filters(run_id)),
+            containers=client.containers.list(all=True, filters=_filters(run_id)),
+        )
+
+
+def prune(
+    client: docker.DockerClient | None = None, *, run_id: str | None = None
+) -> tuple[int, int]:
+    """Remove every container, then every image, labelled pgs-agent=1 (or only ``run_id``'s).
+
+    Returns (containers removed, images removed).
+    """
+    import docker.errors
+
+    client = client or docker_client()
+    found = list_pgs(client, run_id=run_id)
+    containers = 0
+    with translate_errors("remove pgs containers"):
+        for container in found.containers:
+            try:
+                container.remove(force=True)
+                containers += 1
+            except docker.errors.NotFound:
+                pass
+    # Repository images are children of base images: remove them first, retry what refused.
+    pending = sorted(found.images, key=lambda i: (i.labels or {}).get(f"{LABEL}.kind") == "base")
+    images = 0
+    for _ in range(3):
+        refused = []
+        for image in pending:
+            try:
+                with translate_errors(f"remove image {image.short_id}"):
+                    client.images.remove(image.id, force=True)
+                images += 1
+            except ImageNotFound:  # gone already (removed with its child, or by someone else)
+                images += 1
+            except EnvError:
+                refused.append(image)
+        if not refused:
+            break
+        pending = refused
+    else:
+        names = ", ".join(i.tags[0] if i.tags else i.short_id for i in pending)
+        raise EnvError(f"could not remove {names}: see `docker image rm` for the reason")
+    return containers, images

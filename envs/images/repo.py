@@ -1,0 +1,175 @@
+"""Repository images: an environment layer, then the repository at one commit.
+
+``pgs-env-<folder>:<hash12>`` is the base image of the chosen Python plus a venv at
+``/opt/pgs/venv`` (first on PATH: ``python``, ``pip`` and the repository's test tools are its
+own) with the detected dependencies (:mod:`envs.images.detect`) installed, built with the host's
+network. It is keyed by the dependency files' contents, so a new commit that changes no
+dependency reuses it. ``pgs-repo-<folder>:<hash12>`` adds the repository at ``/repo`` (HEAD at the
+commit, history back to its nearest tag, no later commit), installs the project, keeps wheels of
+its build requirements for offline reinstalls, adds pytest and Hypothesis for the Tester without
+changing a version the environment holds, and ignores what the install left behind. Containers
+of these images run with the network off.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from envs.docker_util import labels
+from envs.images import common
+from envs.images.base import BuildMethod, ensure_base_image
+from envs.images.common import (
+    IMAGE_ENV,
+    Layer,
+    Status,
+    cache_dir,
+    digest,
+    file_lock,
+    image_exists,
+    quiet,
+    recipe,
+)
+from envs.images.detect import (
+    DEPS_DIR,
+    RepoImageSpec,
+    choose_python,
+    detect_dependencies,
+)
+from envs.images.git import dependency_files, history_clone, resolve_commit, show
+
+if TYPE_CHECKING:
+    import docker
+
+#: Where the repository is inside a repository image.
+REPO_PATH = "/repo"
+#: Bump to rebuild every repository image (part of the hash).
+RECIPE_VERSION = "2"
+
+
+@dataclass(frozen=True)
+class RepoImage:
+    """A built (or found) repository image."""
+
+    tag: str
+    image_id: str
+    commit: str
+    python: str
+    #: True when the image already existed and nothing was built.
+    cache_hit: bool
+    seconds: float
+
+
+def repo_image_name(repo: Path, prefix: str = "pgs-repo") -> str:
+    # Cut first, strip after: a cut may end on a separator, which Docker refuses.
+    name = re.sub(r"[^a-z0-9]+", "-", Path(repo).resolve().name.lower())[:60].strip("-")
+    return f"{prefix}-{name or 'repo'}"
+
+
+def load_repo_spec(repo: Path, commit: str = "HEAD") -> RepoImageSpec:
+    """The ``image`` section of ``.pgs.yaml`` at ``commit`` (empty when absent)."""
+    repo = Path(repo).resolve()
+    text = show(repo, resolve_commit(repo, commit), ".pgs.yaml")
+    return RepoImageSpec() if text is None else RepoImageSpec.from_yaml(text.decode())
+
+
+def build_layered(
+    client: docker.DockerClient,
+    env: Layer,
+    env_tag: str,
+    repo: Layer,
+    repo_tag: str,
+    status: Status,
+) -> tuple[str, bool]:
+    """Build the environment layer (if missing), then the repository layer on it (if missing).
+
+    Returns the repository image's ID and whether it existed already."""
+    if image_id := image_exists(client, repo_tag):
+        return image_id, True
+    with file_lock(env_tag.replace(":", "-").replace("/", "-")):
+        if not image_exists(client, env_tag):
+            status(f"docker build {env_tag} (the environment; host network)")
+            env.build(client, env_tag)
+    with file_lock(repo_tag.replace(":", "-").replace("/", "-")):
+        if image_id := image_exists(client, repo_tag):
+            return image_id, True
+        status(f"docker build {repo_tag} (the repository; host network)")
+        return repo.build(client, repo_tag), False
+
+
+def build_repo_image(
+    repo: Path | str,
+    commit: str = "HEAD",
+    spec: RepoImageSpec | None = None,
+    *,
+    base_method: BuildMethod = "debootstrap",
+    status: Status | None = None,
+    client: docker.DockerClient | None = None,
+    run_id: str | None = None,
+) -> RepoImage:
+    """The image of ``repo`` at ``commit``, built only when no image with its hash exists.
+
+    ``spec`` overrides ``.pgs.yaml`` field by field. The base image is built first if missing.
+    """
+    from envs.docker_util import docker_client
+
+    started = time.monotonic()
+    status = status or quiet
+    repo = Path(repo).resolve()
+    sha = resolve_commit(repo, commit)
+    files = dependency_files(repo, sha)
+    user_file = show(repo, sha, ".pgs.yaml")
+    merged = RepoImageSpec.from_yaml(user_file.decode()) if user_file else RepoImageSpec()
+    if spec is not None:
+        merged = merged.overridden_by(spec)
+    plan = detect_dependencies(files, merged)
+    python = choose_python(merged, plan)
+    client = client or docker_client()
+    base = ensure_base_image(python, method=base_method, status=status, client=client)
+
+    if merged.install is None:
+        env_steps, project_steps = plan.env_steps(), plan.project_steps()
+        deps = {f"{DEPS_DIR}/{p}": c for p, c in plan.requirement_files.items()}
+    else:  # the user's commands replace what was detected; they need the source: repo layer
+        env_steps = [s for s in plan.env_steps() if not s.startswith(f"cd {DEPS_DIR}")]
+        project_steps, deps = list(merged.install), {}
+    if deps:
+        env_steps.append(f"rm -rf {DEPS_DIR}")
+    env_layer = Layer(
+        base=base,
+        steps=[*common.venv_steps(), *env_steps],
+        files=deps,
+        env=IMAGE_ENV,
+        labels=labels(run_id, kind="env", repo=repo.name, python=python),
+    )
+    env_key = digest(RECIPE_VERSION, base, env_layer.script(), sorted(deps.items(), key=str))
+    env_tag = f"{repo_image_name(repo, 'pgs-env')}:{env_key[:12]}"
+    steps = [
+        *common.git_setup_steps(),
+        *project_steps,
+        common.offline_wheels_step(plan.build_requires),
+        common.TESTER_STEP,
+        *common.finish_repo_steps(),
+    ]
+    repo_key = digest(env_tag, sha, steps, recipe("pgs-gitignore"))
+    tag = f"{repo_image_name(repo)}:{repo_key[:12]}"
+    if image_id := image_exists(client, tag):
+        return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started)
+    builds = cache_dir() / "build"
+    builds.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="clone-", dir=builds) as tmp:
+        history_clone(repo, sha, Path(tmp) / "repo")
+        repo_layer = Layer(
+            base=env_tag,
+            steps=steps,
+            workdir=REPO_PATH,
+            files={"/etc/pgs-gitignore": recipe("pgs-gitignore").encode()},
+            folders={REPO_PATH: Path(tmp) / "repo"},
+            labels=labels(run_id, kind="repo", repo=repo.name, commit=sha, python=python),
+        )
+        image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
+    return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started)
