@@ -165,7 +165,7 @@ def evaluate_one(
                 log = f"{APPLY_PATCH_FAIL}:\n{apply_output}\n"
         write_atomic(log_dir / "test_output.txt", log)
         prediction = {**prediction, "instance_id": iid}
-        report = grade(instance, spec, prediction, log_dir / "test_output.txt", script=script)
+        report = grade(instance, spec, prediction, log_dir / "test_output.txt")
         error = ""
         if not applied:
             why = _malformed(patch)

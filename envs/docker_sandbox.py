@@ -132,7 +132,9 @@ class DockerSandbox(HelperSandbox):
     def __init__(
         self, config: DockerSandboxConfig, *, repo: Path | None = None, run_id: str | None = None
     ) -> None:
-        super().__init__(timeout=config.timeout, max_output=config.max_output, env=config.env)
+        # Without a network pip must not wait on an index it cannot reach: only local wheels.
+        env = config.env if config.network else {"PIP_NO_INDEX": "1", **config.env}
+        super().__init__(timeout=config.timeout, max_output=config.max_output, env=env)
         if not config.image:
             raise ImageNotFound(
                 "no image given for the Docker sandbox: build one with `pgs env build`"
@@ -169,6 +171,7 @@ class DockerSandbox(HelperSandbox):
                 nano_cpus=int(cfg.cpus * 1e9),
                 pids_limit=cfg.pids_limit,
                 working_dir="/",
+                environment=None if cfg.network else {"PIP_NO_INDEX": "1"},
             )
             self.container.start()
             self.container.put_archive("/tmp", _tar_bytes(Path(HELPER_PATH).name, helper_source()))

@@ -1,0 +1,69 @@
+"""SWE-bench: records, the environment of an instance, its image, its evaluation and grading.
+
+- :mod:`agent.swebench.records`: loading and selecting records, the repositories behind them;
+- :mod:`agent.swebench.specs`: the environment of an instance (the harness's steps);
+- :mod:`agent.swebench.images`: instance images, built or pulled;
+- :mod:`agent.swebench.grading`: evaluation scripts and swebench's grading.
+"""
+
+from agent.swebench.grading import (
+    APPLY_PATCH_FAIL,
+    APPLY_PATCH_PASS,
+    END_TEST_OUTPUT,
+    START_TEST_OUTPUT,
+    eval_script,
+    grade,
+    test_files,
+)
+from agent.swebench.images import (
+    TESTBED,
+    Environments,
+    InstanceImage,
+    build_instance_image,
+    image_name,
+    official_image,
+)
+from agent.swebench.records import (
+    Instance,
+    InstanceError,
+    check_commits,
+    find_mirror,
+    load_hub_dataset,
+    load_instances,
+    select,
+    working_tree,
+)
+from agent.swebench.specs import (
+    InstanceSpec,
+    env_steps,
+    instance_spec,
+    parse_python_map,
+)
+
+__all__ = [
+    "APPLY_PATCH_FAIL",
+    "APPLY_PATCH_PASS",
+    "END_TEST_OUTPUT",
+    "START_TEST_OUTPUT",
+    "TESTBED",
+    "Environments",
+    "Instance",
+    "InstanceError",
+    "InstanceImage",
+    "InstanceSpec",
+    "build_instance_image",
+    "check_commits",
+    "env_steps",
+    "eval_script",
+    "find_mirror",
+    "grade",
+    "image_name",
+    "instance_spec",
+    "load_hub_dataset",
+    "load_instances",
+    "official_image",
+    "parse_python_map",
+    "select",
+    "test_files",
+    "working_tree",
+]
