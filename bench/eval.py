@@ -1,15 +1,16 @@
-"""Evaluation wall time per instance, warm images: ``--workers 1`` against ``--workers 2``.
+"""Real SWE-bench Verified records, gold patches: image build time (cold, and a second instance
+of an environment already built) and evaluation time per instance, and how many resolve.
 
-    .venv/bin/python bench/eval.py [--rounds 3] [--copies 3]
+    .venv/bin/python bench/eval.py --repos-dir DIR [--instances FILE] [--fresh] [--workers 1]
 
-The dataset is the test suite's (``tests/agent/swe_dataset.py``: a real repository with history,
-a bare OWNER__NAME mirror, two instances), graded with the gold patches through
-:func:`agent.evaluate.evaluate` in one process. Images are built (or found) once before the
-timing, so each round measures what a warm ``pgs eval`` does per prediction: a fresh container
-of the instance image, the model patch, the evaluation script (test_patch + pytest), swebench's
-parser and grading, the report files. ``--copies`` repeats each instance under other ids (same
-image) to give the workers something to share. Per worker count: the wall time of a round
-divided by its predictions, median over rounds. Last line: eval_s_per_instance=<median, 1 worker>.
+DIR holds the repositories as ``OWNER__NAME`` clones (``../shared/swebench/prepare.sh
+SNAPSHOTS DIR`` lays them out from fetched snapshots, in ``DIR/repos``). FILE defaults to the
+eight records in ``tests/data/verified-dev.jsonl``. ``--fresh`` removes every pgs SWE-bench image
+first, so the first instance of each repository and version pays for its environment layer.
+Per instance, in the order of FILE: the image time (``cold-env`` when its environment layer was
+built, ``cold`` when only the instance layer was, ``warm`` for a cache hit), then the evaluation
+of the gold patch in a fresh container with the network off (apply, test_patch, tests, grading).
+Last line: verified_gold_resolved=K/N.
 """
 
 from __future__ import annotations
@@ -23,61 +24,63 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.evaluate import evaluate
-from agent.swebench import Environments, Instance, load_instances
-from tests.agent.swe_dataset import make_dataset
+from agent.evaluate import evaluate_one
+from agent.swebench import Environments, load_instances
+from envs.docker_util import docker_client
+
+RECORDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verified-dev.jsonl"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--copies", type=int, default=3, help="predictions per instance")
+    parser.add_argument("--repos-dir", type=Path, required=True)
+    parser.add_argument("--instances", type=Path, default=RECORDS)
+    parser.add_argument("--fresh", action="store_true", help="remove pgs SWE-bench images first")
     args = parser.parse_args()
-
+    client = docker_client()
+    if args.fresh:
+        for image in client.images.list(filters={"label": "pgs-agent=1"}):
+            if (image.labels or {}).get("pgs-agent.kind", "").startswith("swebench"):
+                client.images.remove(image.id, force=True)
+    instances = load_instances(args.instances)
+    envs = Environments(args.repos_dir, {})
+    times: dict[str, list[float]] = {"cold-env": [], "cold": [], "warm": [], "eval": []}
+    resolved = 0
     with tempfile.TemporaryDirectory(prefix="pgs-bench-eval-") as tmp:
-        root = Path(tmp)
-        dataset = make_dataset(root / "data")
-        base = load_instances(dataset.instances_file)
-        instances: list[Instance] = []
-        for copy in range(args.copies):
-            for i in base:
-                record = {**i.record, "instance_id": f"{i.instance_id}-c{copy}"}
-                instances.append(Instance.from_record(record))
-        preds = {
-            i.instance_id: {
-                "instance_id": i.instance_id,
+        for instance in instances:
+            envs_before = {t for i in client.images.list() for t in i.tags}
+            started = time.monotonic()
+            try:
+                image = envs.image(instance)
+            except Exception as e:  # a data problem is reported, the others still run
+                print(f"{instance.instance_id}: image failed: {str(e)[:300]}")
+                continue
+            built = time.monotonic() - started
+            new = {t for i in client.images.list() for t in i.tags} - envs_before
+            kind = (
+                "warm"
+                if image.cache_hit
+                else ("cold-env" if any(t.startswith("pgs-sweb-env-") for t in new) else "cold")
+            )
+            times[kind].append(built)
+            prediction = {
+                "instance_id": instance.instance_id,
                 "model_name_or_path": "gold",
-                "model_patch": i.patch,
+                "model_patch": instance.patch,
             }
-            for i in instances
-        }
-        envs = Environments(dataset.repos_dir, {})
-        started = time.monotonic()
-        for i in base:  # warm: build or find each image once, outside the timing
-            image = envs.image(i)
-            for copy in range(args.copies):
-                envs._done[f"{i.instance_id}-c{copy}"] = image
-        print(f"images ready in {time.monotonic() - started:.1f}s (cached by content)")
-
-        results: dict[int, list[float]] = {1: [], 2: []}
-        for round_ in range(args.rounds):
-            for workers in (1, 2):
-                out = root / f"r{round_}-w{workers}"
-                t0 = time.monotonic()
-                outcomes, _ = evaluate(preds, instances, envs, out, workers=workers)
-                wall = time.monotonic() - t0
-                resolved = sum(o.kind == "resolved" for o in outcomes)
-                assert resolved == len(instances), [(o.instance_id, o.kind) for o in outcomes]
-                per = wall / len(instances)
-                results[workers].append(per)
-                print(
-                    f"round {round_ + 1} workers={workers}: {len(instances)} predictions in "
-                    f"{wall:.1f}s ({per:.2f} s/instance), {resolved} resolved"
-                )
-        w1, w2 = (statistics.median(results[w]) for w in (1, 2))
-        print(f"workers=1: {w1:.2f} s/instance (median of {args.rounds})")
-        print(f"workers=2: {w2:.2f} s/instance (median of {args.rounds}); speedup {w1 / w2:.2f}x")
-        print(f"eval_s_per_instance={w1:.2f}")
+            started = time.monotonic()
+            outcome = evaluate_one(instance, prediction, envs, Path(tmp))
+            took = time.monotonic() - started
+            times["eval"].append(took)
+            resolved += outcome.kind == "resolved"
+            print(
+                f"{instance.instance_id}: image {kind} {built:.1f}s, eval {took:.1f}s, "
+                f"{outcome.kind} {outcome.error[:200]}"
+            )
+    for kind, values in times.items():
+        if values:
+            print(f"{kind}: median {statistics.median(values):.1f}s over {len(values)}")
+    print(f"verified_gold_resolved={resolved}/{len(instances)}")
 
 
 if __name__ == "__main__":
