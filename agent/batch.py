@@ -368,7 +368,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not chosen:
         raise InstanceError("no instance left after --filter / --slice")
     output_dir = args.output_dir or default_output_dir(config.model.name)
-    envs = Environments(args.repos_dir, parse_python_map(args.python_map), args.image_source)
+    envs = Environments(
+        args.repos_dir,
+        parse_python_map(args.python_map),
+        args.image_source,
+        registry=args.registry,
+    )
     batch = Batch(
         chosen,
         config,

@@ -44,6 +44,7 @@ from agent.swebench import (
     load_instances,
     parse_python_map,
 )
+from agent.swebench.official import registry_arg
 from agent.trajectory import write_atomic
 from envs.errors import EnvError
 
@@ -334,8 +335,16 @@ def add_environment_flags(parser: argparse.ArgumentParser) -> None:
         "--image-source",
         choices=["build", "official"],
         default="build",
-        help="build instance images offline (default), or pull swebench's published images "
-        "(needs a reachable registry)",
+        help="build instance images offline (default), or pull swebench's published images: "
+        "the record's `image`, else swebench/sweb.eval.x86_64.<id>:latest (needs a registry)",
+    )
+    parser.add_argument(
+        "--registry",
+        "--image-namespace",
+        type=registry_arg,
+        metavar="HOST:PORT",
+        help="with --image-source official: pull HOST:PORT/<image> from this mirror registry "
+        "instead of Docker Hub",
     )
 
 
@@ -354,7 +363,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     report_dir = args.report_dir or Path("logs") / "run_evaluation" / run_id
     envs = Environments(
-        args.repos_dir, parse_python_map(args.python_map), args.image_source, run_id
+        args.repos_dir,
+        parse_python_map(args.python_map),
+        args.image_source,
+        run_id,
+        registry=args.registry,
     )
     total = len(set(predictions) & known)
     done = 0

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.swebench.official import ANY_PYTHON, official_image
 from agent.swebench.records import Instance, InstanceError, Status, find_mirror, quiet
 from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
 from envs import images
 from envs.docker_util import labels
-from envs.errors import EnvError
 
 #: Where the repository is in an instance image (as in swebench's images).
 TESTBED = "/testbed"
@@ -149,22 +149,6 @@ def build_instance_image(
     return InstanceImage(tag, spec.python, hit, time.monotonic() - started, deviations)
 
 
-def official_image(instance: Instance, client: Any = None) -> str:
-    """Pull swebench's published image of ``instance`` (needs a reachable registry)."""
-    from envs.docker_util import docker_client
-
-    name = f"swebench/sweb.eval.x86_64.{instance.instance_id.replace('__', '_1776_')}".lower()
-    client = client or docker_client()
-    try:
-        client.images.pull(name, tag="latest")
-    except Exception as e:
-        raise EnvError(
-            f"cannot pull {name}:latest ({str(e).splitlines()[0][:160]}): no registry is "
-            "reachable from here; use --image-source build (pgs builds the image)"
-        ) from None
-    return f"{name}:latest"
-
-
 @dataclass
 class Environments:
     """Instance images for a batch or an evaluation: one build per instance, thread-safe."""
@@ -173,14 +157,21 @@ class Environments:
     python_map: Mapping[str, str]
     image_source: str = "build"
     run_id: str | None = None
+    #: Where official images come from: a mirror registry HOST:PORT (default: Docker Hub).
+    registry: str | None = None
     _done: dict[str, InstanceImage] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.image_source == "official":  # the image brings its own Python: no map needed
+            self.python_map = ANY_PYTHON
 
     def image(self, instance: Instance, status: Status = quiet) -> InstanceImage:
         if instance.instance_id in self._done:
             return self._done[instance.instance_id]
         started = time.monotonic()
         if self.image_source == "official":
-            tag = official_image(instance)
+            status("pulling the official image (once)")
+            tag = official_image(instance, registry=self.registry)
             result = InstanceImage(tag, "official", True, time.monotonic() - started, [])
         else:
             spec = instance_spec(instance, self.python_map)
