@@ -51,6 +51,7 @@ from agent.swebench import (
     find_mirror,
     load_hub_dataset,
     load_instances,
+    official,
     parse_python_map,
     select,
     working_tree,
@@ -208,9 +209,11 @@ class Batch:
             tree = working_tree(instance, mirror, Path(tmp) / "repo")
             if isinstance(config.sandbox, DockerSandboxConfig):
                 image = self.envs.image(instance, status)
-                sandbox = config.sandbox.model_copy(
-                    update={"image": image.tag, "repo_path": TESTBED}
-                )
+                update: dict[str, Any] = {"image": image.tag, "repo_path": TESTBED}
+                if self.envs.image_source == "official":
+                    update["python"] = official.SANDBOX_PYTHON
+                    update["env"] = {**official.SANDBOX_ENV, **config.sandbox.env}
+                sandbox = config.sandbox.model_copy(update=update)
                 config = config.model_copy(update={"sandbox": sandbox})
             problem = instance.problem_statement
             if self.hints and instance.hints_text.strip():

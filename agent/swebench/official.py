@@ -38,6 +38,14 @@ UNREACHABLE_SIGNS = (
     "dial tcp",
 )
 NOT_FOUND_SIGNS = ("manifest unknown", "not found", "does not exist", "name unknown")
+#: How the agent's sandbox runs in an official image: the helper on Ubuntu's Python (the
+#: testbed's may be 3.5), every command with the testbed environment first on PATH.
+SANDBOX_PYTHON = "/usr/bin/python3"
+SANDBOX_ENV = {
+    "PATH": "/opt/miniconda3/envs/testbed/bin:/opt/miniconda3/bin:/usr/local/sbin:"
+    "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "CONDA_DEFAULT_ENV": "testbed",
+}
 
 
 class _AnyPython(Mapping[str, str]):
