@@ -40,7 +40,6 @@ from agent.swebench import (
     InstanceError,
     eval_script,
     grade,
-    instance_spec,
     load_instances,
     parse_python_map,
 )
@@ -144,7 +143,7 @@ def evaluate_one(
     log_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(log_dir / "patch.diff", patch)
     try:
-        spec = instance_spec(instance, envs.python_map)
+        spec = envs.spec(instance)
         image = envs.image(instance)
         script = eval_script(instance, spec)
         write_atomic(log_dir / "eval.sh", script)

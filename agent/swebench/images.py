@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.swebench.official import ANY_PYTHON, official_image
+from agent.swebench.official import official_image
 from agent.swebench.records import Instance, InstanceError, Status, find_mirror, quiet
 from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
 from envs import images
@@ -161,9 +161,9 @@ class Environments:
     registry: str | None = None
     _done: dict[str, InstanceImage] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        if self.image_source == "official":  # the image brings its own Python: no map needed
-            self.python_map = ANY_PYTHON
+    def spec(self, instance: Instance) -> InstanceSpec:
+        """The instance's spec; an official image brings its own Python, so none is chosen."""
+        return instance_spec(instance, self.python_map, own_python=self.image_source == "official")
 
     def image(self, instance: Instance, status: Status = quiet) -> InstanceImage:
         if instance.instance_id in self._done:
@@ -174,7 +174,7 @@ class Environments:
             tag = official_image(instance, registry=self.registry)
             result = InstanceImage(tag, "official", True, time.monotonic() - started, [])
         else:
-            spec = instance_spec(instance, self.python_map)
+            spec = self.spec(instance)
             mirror = find_mirror(instance, self.repos_dir, status)
             status("preparing the instance image (cached after the first time)")
             result = build_instance_image(instance, spec, mirror, status=status, run_id=self.run_id)

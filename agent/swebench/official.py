@@ -8,7 +8,7 @@ The image is the record's own ``image`` field (current SWE-bench Verified record
 These images have the repository in ``/testbed``, a conda environment ``testbed`` (activated by
 ``source /opt/miniconda3/bin/activate; conda activate testbed``, as the record's evaluation
 script does) and Ubuntu's ``python3`` in ``/usr/bin``, which runs the sandbox's helper. Their
-Python is their own: :data:`ANY_PYTHON` lets every version through the spec's Python check.
+Python is their own: no Python is checked or substituted for them.
 An image already present locally is used as it is (as the harness does); else it is pulled,
 and a failed pull is one sentence that names the fix.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agent.swebench.records import Instance
@@ -46,28 +45,6 @@ SANDBOX_ENV = {
     "/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "CONDA_DEFAULT_ENV": "testbed",
 }
-
-
-class _AnyPython(Mapping[str, str]):
-    """A ``--python-map`` that keeps every version: an official image brings its own Python."""
-
-    def __getitem__(self, version: str) -> str:
-        return version
-
-    def __contains__(self, version: object) -> bool:
-        return isinstance(version, str)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __bool__(self) -> bool:  # never mistaken for an empty map (`python_map or {}`)
-        return True
-
-
-ANY_PYTHON: Mapping[str, str] = _AnyPython()
 
 
 def registry_arg(value: str) -> str:

@@ -139,8 +139,12 @@ def _from_table(instance: Instance, specs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def instance_spec(instance: Instance, python_map: Mapping[str, str] | None = None) -> InstanceSpec:
-    """The environment of ``instance``: its record's own fields, else swebench 4.x's table."""
+def instance_spec(
+    instance: Instance, python_map: Mapping[str, str] | None = None, *, own_python: bool = False
+) -> InstanceSpec:
+    """The environment of ``instance``: its record's own fields, else swebench 4.x's table.
+
+    ``own_python``: the image brings its Python (an official image); none is chosen here."""
     record = instance.record
     data: dict[str, Any]
     if any(k in record for k in ("install", "test_cmd", "python", "requirements")):
@@ -171,7 +175,7 @@ def instance_spec(instance: Instance, python_map: Mapping[str, str] | None = Non
     if instance.repo in FAIL_ONLY_REPOS and "eval_type" not in data:
         data["eval_type"] = "fail_only"
     wanted = str(data.get("python", "3.11"))
-    data["python"] = choose_python(instance, wanted, python_map or {})
+    data["python"] = wanted if own_python else choose_python(instance, wanted, python_map or {})
     if data["python"] != wanted.strip().removeprefix("python").removeprefix("py"):
         data["deviations"] = [*data.get("deviations", []), f"Python {data['python']} for {wanted}"]
     try:

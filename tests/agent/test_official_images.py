@@ -27,7 +27,6 @@ import pytest
 from agent.cli import main
 from agent.swebench import END_TEST_OUTPUT, START_TEST_OUTPUT, Environments, Instance
 from agent.swebench.official import official_name, official_reference, registry_arg
-from agent.swebench.specs import instance_spec
 from envs import images
 from envs.docker_util import labels
 from tests.agent.swe_dataset import Dataset, git, make_dataset
@@ -253,11 +252,10 @@ def test_the_record_image_wins_else_the_harness_scheme_in_lower_case(dataset: Da
 def test_an_official_image_brings_its_own_python(dataset: Dataset) -> None:
     """Python 3.6 has no base image here: built images refuse it, official ones need none."""
     instance = Instance.from_record(official_record(dataset, None))
-    envs = Environments(None, {}, "official")
-    spec = instance_spec(instance, envs.python_map)
+    spec = Environments(None, {}, "official").spec(instance)
     assert spec.python == "3.6" and spec.deviations == []
     with pytest.raises(Exception, match=r"Python 3\.6"):
-        instance_spec(instance, Environments(None, {}, "build").python_map)
+        Environments(None, {}, "build").spec(instance)
 
 
 # ------------------------------------------------------------------------------ registry
