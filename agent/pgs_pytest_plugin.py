@@ -79,7 +79,7 @@ def _env_number(name: str, default: float) -> float:
 
 def _hypothesis_profile() -> None:
     try:
-        from hypothesis import HealthCheck, settings
+        from hypothesis import HealthCheck, Phase, settings
     except ImportError:  # a repository without Hypothesis still gets its tests run
         return
     deadline_ms = _env_number("PGS_DEADLINE_MS", 1000)
@@ -92,6 +92,9 @@ def _hypothesis_profile() -> None:
         "report_multiple_bugs": False,
         # Timing-based health checks would make two runs disagree.
         "suppress_health_check": [HealthCheck.too_slow],
+        # The explain phase traces every line (before Python 3.12): a time limit then fires in
+        # the tracer at a different line each run, and its notes cost tokens for little.
+        "phases": [phase for phase in Phase if phase.name != "explain"],
     }
     settings.register_profile("pgs", **options)
     settings.load_profile("pgs")
