@@ -3,11 +3,12 @@
 ``pgs-sweb-env-<repo>-<version>:<hash12>`` (shared by every instance of one repository and
 version, as the harness's environment images are): a base image with the instance's Python
 (:mod:`envs.images.base`), a venv at ``/opt/pgs/venv`` first on PATH (``python``, ``pip``),
-the environment steps of :func:`agent.swebench.specs.env_steps`, and wheels of the project's
-build requirements for offline reinstalls. ``pgs-sweb-<instance>:<hash12>`` adds the repository
-in ``/testbed`` at ``base_commit`` (history back to its nearest tag, no later commit), runs the
-spec's ``pre_install`` and ``install``, adds pytest and Hypothesis for the Tester without
-changing a version the environment holds, and commits what the setup changed in tracked files
+the environment steps of :func:`agent.swebench.specs.env_steps`, wheels of the project's
+build requirements for offline reinstalls, and pytest and Hypothesis for the Tester, added
+without changing a version the environment holds. ``pgs-sweb-<instance>:<hash12>`` adds the
+repository in ``/testbed`` at ``base_commit`` (history back to its nearest tag, no later
+commit), runs the spec's ``pre_install`` and ``install``, and commits what the setup changed in
+tracked files
 (as the harness does) so the tree is clean. Both are built with the host's network, like the
 harness builds; every container of them runs with the network off. A ``conda`` no-op and an
 empty ``/opt/miniconda3/bin/activate`` let the harness's evaluation scripts, written for its
@@ -33,7 +34,7 @@ from envs.docker_util import labels
 #: Where the repository is in an instance image (as in swebench's images).
 TESTBED = "/testbed"
 #: Bump to rebuild every instance image.
-IMAGE_RECIPE_VERSION = "2"
+IMAGE_RECIPE_VERSION = "3"
 CONDA_SHIM = b"""#!/bin/sh
 # pgs instance images have no conda: the harness's `conda activate testbed` is a no-op here
 # (the venv of the testbed is first on PATH already).
@@ -92,6 +93,8 @@ def build_instance_image(
         *images.venv_steps(),
         *env_steps(instance, spec, mirror),
         images.offline_wheels_step(_build_requires(mirror, instance.environment_setup_commit)),
+        # In the shared layer: a second instance of the environment only clones and installs.
+        images.TESTER_STEP,
     ]
     env_layer = images.Layer(
         base=base,
@@ -111,7 +114,6 @@ def build_instance_image(
         *images.git_setup_steps(),
         *spec.pre_install,
         *spec.install,
-        images.TESTER_STEP,
         *images.finish_repo_steps(),
     ]
     key = images.digest(env_tag, instance.base_commit, repo_steps, images.recipe("pgs-gitignore"))
