@@ -70,11 +70,46 @@ def _build_requires(mirror: Path, sha: str) -> list[str]:
     return [str(r) for r in data.get("build-system", {}).get("requires", [])]
 
 
+def add_submodules(tree: Path, repos_dir: Path | None) -> list[str]:
+    """Check out the submodules of the clone at ``tree`` from ``repos_dir/OWNER__NAME``, at the
+    commits the clone records (the harness's images get them from GitHub when the install runs
+    `git submodule update`). Returns what could not be found, one sentence each."""
+    import configparser
+    import subprocess
+
+    modules = tree / ".gitmodules"
+    if not modules.is_file():
+        return []
+    parser = configparser.ConfigParser()
+    parser.read_string(modules.read_text(errors="replace"))
+    missing = []
+    for section in parser.sections():
+        path, url = (
+            parser.get(section, "path", fallback=""),
+            parser.get(section, "url", fallback=""),
+        )
+        match = re.search(r"[:/]([\w.-]+)/([\w.-]+?)(?:\.git)?/?$", url)
+        listed = subprocess.run(
+            ["git", "-C", str(tree), "ls-tree", "HEAD", path], capture_output=True, text=True
+        ).stdout.split()
+        if not path or not match or len(listed) < 3 or listed[1] != "commit":
+            continue
+        source = repos_dir / f"{match[1]}__{match[2]}" if repos_dir else None
+        if source is None or not images.has_commit(source, listed[2]):
+            missing.append(f"submodule {path} ({url} at {listed[2][:12]}) is not in --repos-dir")
+            continue
+        if (tree / path).is_dir():  # the empty folder git leaves for a submodule
+            (tree / path).rmdir()
+        images.history_clone(source, listed[2], tree / path)
+    return missing
+
+
 def build_instance_image(
     instance: Instance,
     spec: InstanceSpec,
     mirror: Path,
     *,
+    repos_dir: Path | None = None,
     status: Status = quiet,
     client: Any = None,
     run_id: str | None = None,
@@ -126,6 +161,7 @@ def build_instance_image(
     with tempfile.TemporaryDirectory(prefix="testbed-", dir=builds) as tmp:
         try:
             images.history_clone(mirror, instance.base_commit, Path(tmp) / "testbed")
+            deviations += add_submodules(Path(tmp) / "testbed", repos_dir)
         except ImageBuildError as e:
             raise InstanceError(
                 f"{instance.instance_id}: base_commit {instance.base_commit[:12]} cannot be "
@@ -179,6 +215,13 @@ class Environments:
             spec = self.spec(instance)
             mirror = find_mirror(instance, self.repos_dir, status)
             status("preparing the instance image (cached after the first time)")
-            result = build_instance_image(instance, spec, mirror, status=status, run_id=self.run_id)
+            result = build_instance_image(
+                instance,
+                spec,
+                mirror,
+                repos_dir=self.repos_dir,
+                status=status,
+                run_id=self.run_id,
+            )
         self._done[instance.instance_id] = result
         return result

@@ -192,3 +192,30 @@ def test_conda_match_specs_become_pip_requirements(name: str, version: str) -> N
     assert prefix.specifier.contains(f"{version}.7")  # conda's `=` matches a prefix
     assert not exact.specifier.contains(f"{version}.7")
     assert conda_to_pip(f"{name}>={version}") == f"{name}>={version}"
+
+
+def test_submodules_come_from_the_repos_folder_at_the_recorded_commit(tmp_path: Path) -> None:
+    from agent.swebench.images import add_submodules
+    from envs.images import history_clone
+
+    repos = tmp_path / "repos"
+    helpers = make_repo(repos / "astropy__astropy-helpers", {"ah.py": "VERSION = 1\n"})
+    pinned = git(helpers, "rev-parse", "HEAD").strip()
+    make_repo(helpers, {"ah.py": "VERSION = 2\n"}, "later")
+    main = make_repo(repos / "astropy__astropy", {"setup.py": "print('hi')\n"})
+    git(main, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(helpers),
+        "astropy_helpers")  # fmt: skip
+    git(main / "astropy_helpers", "checkout", "-q", pinned)
+    url = "https://github.com/astropy/astropy-helpers.git"  # as the real .gitmodules says
+    git(main, "config", "-f", ".gitmodules", "submodule.astropy_helpers.url", url)
+    git(main, "commit", "-qam", "pin helpers")
+    tree = tmp_path / "testbed"
+    history_clone(main, git(main, "rev-parse", "HEAD").strip(), tree)
+    assert not (tree / "astropy_helpers" / "ah.py").exists()
+    assert add_submodules(tree, repos) == []
+    assert (tree / "astropy_helpers" / "ah.py").read_text() == "VERSION = 1\n"
+    assert git(tree, "status", "--porcelain").strip() == ""
+    other = tmp_path / "other"
+    history_clone(main, git(main, "rev-parse", "HEAD").strip(), other)
+    (missing,) = add_submodules(other, tmp_path / "empty")
+    assert "submodule astropy_helpers" in missing and pinned[:12] in missing
