@@ -140,9 +140,12 @@ def build_instance_image(
             "/opt/miniconda3/bin/activate": b"# pgs: no conda; the venv is on PATH\n",
         },
         labels=labels(run_id, kind="swebench-env", repo=instance.repo, version=instance.version),
+        index_moment=spec.index_moment,
     )
     env_steps_text = env_layer.script()
-    env_key = images.digest(IMAGE_RECIPE_VERSION, base, env_steps_text, spec.python)
+    env_key = images.digest(
+        IMAGE_RECIPE_VERSION, base, env_steps_text, spec.python, spec.index_moment
+    )
     env_tag = f"{_name('pgs-sweb-env', f'{instance.repo}-{instance.version}')}:{env_key[:12]}"
     repo_steps = [
         "chmod +x /usr/local/bin/conda",
@@ -174,6 +177,7 @@ def build_instance_image(
             workdir=TESTBED,
             files={"/etc/pgs-gitignore": images.recipe("pgs-gitignore").encode()},
             folders={TESTBED: Path(tmp) / "testbed"},
+            index_moment=spec.index_moment,
             labels=labels(
                 run_id,
                 kind="swebench",

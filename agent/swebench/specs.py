@@ -6,7 +6,8 @@
    know: ``python`` ("3.9"), ``requirements`` (requirement files read at
    ``environment_setup_commit``), ``pip_packages``, ``pre_install`` and ``install`` (shell
    commands run in ``/testbed``), ``test_cmd`` ("pytest -rA") or ``eval_script``, ``log_parser``
-   (a swebench parser name, "parse_log_pytest", or short, "pytest") and ``eval_type``;
+   (a swebench parser name, "parse_log_pytest", or short, "pytest"), ``eval_type`` and
+   ``index_date`` (resolve against the package index as it was then; default: now);
 2. swebench 4.x's table ``MAP_REPO_VERSION_TO_SPECS[repo][version]`` (python, packages,
    pip_packages, pre_install, install, eval_commands, test_cmd): every SWE-bench repository.
 
@@ -16,6 +17,8 @@ layout to a venv: ``packages: requirements.txt`` is the repository's requirement
 ``environment_setup_commit`` prepared exactly as the harness prepares it; a list of conda
 packages and a conda ``environment.yml`` are installed from PyPI, package by package where one
 has no PyPI release (recorded as a deviation); ``pip_packages`` follow in their own pip call.
+Builds resolve against the package index as it was on :data:`INDEX_MOMENT`, when the official
+images were built, so what the specs leave unpinned is what it was then.
 """
 
 from __future__ import annotations
@@ -54,6 +57,9 @@ FAIL_ONLY_REPOS = {
     "eslint/eslint",
 }
 HEREDOC = "EOF_59812759871"
+#: The package index as the official Verified images were resolved: builds see no file uploaded
+#: later (envs.images.snapshot), so what the specs leave unpinned resolves as it did then.
+INDEX_MOMENT = "2025-01-01T00:00:00Z"
 #: conda package names whose PyPI name differs.
 CONDA_TO_PYPI = {
     "pytorch": "torch",
@@ -87,6 +93,8 @@ class InstanceSpec(BaseModel):
     eval_type: str = "pass_and_fail"
     #: Where it came from: "record" or "swebench <version> table".
     source: str = "record"
+    #: Builds resolve against the package index as it was then (None: as it is now).
+    index_moment: str | None = INDEX_MOMENT
     #: What differs from the official environment (recorded in image labels and reports).
     deviations: list[str] = Field(default_factory=list)
 
@@ -154,6 +162,7 @@ def instance_spec(
                 data[key] = _as_list(data[key])
         data["packages"] = _as_list(data.pop("requirements", None))
         data["source"] = "record"
+        data["index_moment"] = record.get("index_date")  # default: the index as it is now
     else:
         specs = table_specs(instance)
         if specs is None:

@@ -13,7 +13,7 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -202,6 +202,8 @@ class Layer:
     #: Folders for the image: path inside the image -> a host folder copied whole.
     folders: Mapping[str, Path] = field(default_factory=dict)
     env: Mapping[str, str] = field(default_factory=dict)
+    #: Resolve against the package index as it was at this moment (ISO 8601, UTC), or today.
+    index_moment: str | None = None
 
     def dockerfile(self, with_ca: bool) -> str:
         lines = [f"FROM {self.base}"]
@@ -250,13 +252,18 @@ class Layer:
             args = {n: os.environ[n] for n in PASSED_ENV if n in os.environ}
             if ca:
                 args |= dict.fromkeys(CA_VARIABLES, CA_IN_IMAGE)
-            return docker_build(
-                client,
-                tag=tag,
-                network_mode="host" if self.network else "none",
-                path=str(context),
-                buildargs=args,
-            )
+            with ExitStack() as stack:
+                if self.index_moment and self.network:
+                    from envs.images.snapshot import index_snapshot
+
+                    args["PIP_INDEX_URL"] = stack.enter_context(index_snapshot(self.index_moment))
+                return docker_build(
+                    client,
+                    tag=tag,
+                    network_mode="host" if self.network else "none",
+                    path=str(context),
+                    buildargs=args,
+                )
         finally:
             shutil.rmtree(context, ignore_errors=True)
 
@@ -321,4 +328,6 @@ def quote_requirement(requirement: str) -> str:
         r"[<>]", requirement
     ):
         return requirement
-    return shlex.quote(requirement.strip("'\""))
+    if len(requirement) > 1 and requirement[0] == requirement[-1] and requirement[0] in "'\"":
+        requirement = requirement[1:-1]  # quoted in the source: the quotes are not part of it
+    return shlex.quote(requirement)

@@ -178,7 +178,7 @@ def test_missing_requirement_file_is_named(tmp_path: Path) -> None:
 
 
 @given(
-    st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True),
+    st.from_regex(r"[a-z]([a-z0-9_-]{0,9}[a-z0-9])?", fullmatch=True),
     st.from_regex(r"[0-9]{1,2}(\.[0-9]{1,2}){0,2}", fullmatch=True),
 )
 def test_conda_match_specs_become_pip_requirements(name: str, version: str) -> None:
