@@ -271,9 +271,21 @@ class Layer:
 def venv_steps(python: str = "python3") -> list[str]:
     """The image's environment: a venv with the pip, setuptools and wheel of ENV_BOOTSTRAP."""
     packages = " ".join(shlex.quote(p) for p in ENV_BOOTSTRAP)
+    # Tools that run "the current interpreter" through a symlink of their own (tox-current-env,
+    # as SWE-bench's sphinx tests do) reach the base interpreter, which knows no venv: it gets
+    # the venv's packages (and their .pth files, editable installs) through a .pth of its own.
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    link = (
+        f'site=$({VENV}/bin/python -c "{purelib}")'
+        f" && base=$(readlink -f {VENV}/bin/python)"
+        ' && dest=$("$base" -c "import site; print(site.getsitepackages()[0])")'
+        ' && mkdir -p "$dest"'
+        ' && echo "import site; site.addsitedir(\'$site\')" > "$dest/pgs-venv.pth"'
+    )
     return [
         f"{python} -m venv {VENV}",
         f"{VENV}/bin/python -m pip install --no-cache-dir -q {packages}",
+        link,
     ]
 
 
