@@ -184,7 +184,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--install",
         action="append",
         metavar="CMD",
-        help="shell command run offline in /repo instead of the detected install; repeatable",
+        help="shell command run in /repo (host network) instead of the detected install of the "
+        "project; repeatable; use it when detection fails",
     )
     build.add_argument(
         "--method",

@@ -46,6 +46,7 @@ from envs.images.detect import (
     choose_python,
     clean_requirements,
     detect_dependencies,
+    included_files,
 )
 from envs.images.git import (
     dependency_files,
@@ -102,6 +103,7 @@ __all__ = [
     "has_commit",
     "history_clone",
     "image_exists",
+    "included_files",
     "is_dependency_file",
     "list_pgs",
     "load_repo_spec",

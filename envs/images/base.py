@@ -68,7 +68,7 @@ BASE_PACKAGES: tuple[str, ...] = (
     "zlib1g-dev",
     "libjpeg-dev",
     "libpng-dev",
-    "libfreetype6-dev",
+    "libfreetype-dev",  # libfreetype6-dev before bookworm; trixie has only this name
     "libxml2-dev",
     "libxslt1-dev",
     "locales",

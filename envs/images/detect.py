@@ -7,6 +7,8 @@ an earlier one, as in the official SWE-bench harness):
    ``*_requirements.txt`` / ``requirements*.in``, and ``requirements/*.txt`` (not docs). Lines that
    install the project itself (``-e .``, ``.[socks]``) are taken out of them: the project is
    installed once, later, with those extras. ``-r`` and ``-c`` references keep working.
+   Every install is constrained to the versions of ``uv.lock`` or ``poetry.lock`` if there is
+   one (flask's tests need the pytest its lock pins, not the newest).
 2. the project itself, if installable (``setup.py``, or ``pyproject.toml`` with
    ``[build-system]`` or ``[project]``), editable, with its ``test`` / ``tests`` / ``testing`` /
    ``dev`` extras (``[project.optional-dependencies]``, poetry extras, setup.cfg, setup.py);
@@ -21,6 +23,7 @@ repository layer, with the repository at its commit in place (setuptools-scm fin
 from __future__ import annotations
 
 import configparser
+import posixpath
 import re
 import shlex
 import tomllib
@@ -35,12 +38,21 @@ from envs.errors import EnvError
 from envs.images.base import DEFAULT_PYTHON, SUPPORTED_PYTHONS, check_python
 from envs.images.common import quote_requirement
 
-#: Extras and dependency groups of the project installed when it declares them.
+#: Extras and dependency groups of the project installed when it declares them: the test ones,
+#: else ``dev`` (which often holds linters, type checkers and notebooks besides the test tools).
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
+#: Requirement files of tools that do not run tests; installed only when another file includes them.
+_NOT_TEST_FILES = re.compile(r"pre[-_]?commit|lint|typecheck|typing|mypy|docs?\b|release|publish")
 #: Where the environment layer puts the dependency files while it installs them.
 DEPS_DIR = "/tmp/pgs-deps"
+#: The versions a lock file (uv.lock, poetry.lock) pins, as pip constraints for every install.
+LOCK_CONSTRAINTS = "/opt/pgs/lock-constraints.txt"
 #: A requirement line that installs the project itself: `-e .`, `.`, `-e .[socks]`, `file:.`.
 _SELF = re.compile(r"^\s*(?:-e\s+|--editable[\s=]+)?(?:file:)?\.(?:/)?(\[[^\]]*\])?\s*(?:#.*)?$")
+
+
+#: A requirement line naming a folder of the repository (`-e ./plugin`, `./lib[x]`, `file:sub`).
+_LOCAL = re.compile(r"^\s*(?:-e\s+|--editable[\s=]+)?(?:file:)?\.{1,2}/")
 
 
 class RepoImageSpec(BaseModel):
@@ -121,6 +133,8 @@ class DependencyPlan:
     build_requires: tuple[str, ...] = ()
     requires_python: str | None = None
     extra_packages: tuple[str, ...] = ()
+    #: ``name==version`` lines from the repository's lock file (empty without one).
+    constraints: bytes = b""
 
     @property
     def project_target(self) -> str | None:
@@ -130,35 +144,54 @@ class DependencyPlan:
 
     def env_steps(self) -> list[str]:
         """Steps of the environment layer, run in :data:`DEPS_DIR` (the files copied there)."""
+        pip = f"python -m pip install{self._locked}"
         steps = [
-            f"cd {DEPS_DIR} && python -m pip install -r {shlex.quote(path)}"
+            f"cd {DEPS_DIR} && {pip} -r {shlex.quote(path)}"
             for path in self.requirement_files
             if _top_level(path, self.requirement_files)
         ]
         for group in (self.test_requirements, self.extra_packages):
             if group:
                 words = " ".join(quote_requirement(r) for r in group)
-                steps.append(f"python -m pip install {words}")
+                steps.append(f"{pip} {words}")
         return steps
+
+    @property
+    def _locked(self) -> str:
+        return f" -c {LOCK_CONSTRAINTS}" if self.constraints else ""
 
     def project_steps(self) -> list[str]:
         """Steps of the repository layer, run in the repository."""
         if self.project_target is None:
             return []
-        return [f"python -m pip install -e {shlex.quote(self.project_target)}"]
+        return [f"python -m pip install{self._locked} -e {shlex.quote(self.project_target)}"]
 
 
 def _top_level(path: str, files: Mapping[str, bytes]) -> bool:
-    """False for a file another one includes with ``-r`` (installed through it already)."""
-    name = path.rsplit("/", 1)[-1]
+    """False for a file another one includes (``-r``, ``-c``: installed through it already), and
+    for files of tools that do not run tests (linters, docs)."""
     for other, text in files.items():
-        if other == path:
+        if other != path and path in (p for _, p in included_files(other, text)):
+            return False
+    return not _NOT_TEST_FILES.search(path.rsplit("/", 1)[-1].lower())
+
+
+#: ``-r FILE``, ``--requirement=FILE``, ``-c FILE``, ``--constraint FILE``.
+_INCLUDE = re.compile(r"^\s*(-r|--requirement|-c|--constraint)(?:\s*=\s*|\s+)(\S+)")
+
+
+def included_files(path: str, text: bytes) -> list[tuple[str, str]]:
+    """(option, path in the repository) of every file the requirement file ``path`` includes;
+    references outside the repository, URLs and ones with variables are left out."""
+    out = []
+    for line in text.decode(errors="replace").splitlines():
+        match = _INCLUDE.match(line.split(" #", 1)[0])
+        if not match or re.search(r"^[a-z]+://|\$|\{", match.group(2)):
             continue
-        for line in text.decode(errors="replace").splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] in ("-r", "--requirement") and parts[1].endswith(name):
-                return False
-    return True
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), match.group(2)))
+        if not target.startswith(("../", "/")) and target != "..":
+            out.append((match.group(1), target))
+    return out
 
 
 def clean_requirements(text: bytes) -> tuple[bytes, set[str]]:
@@ -169,6 +202,8 @@ def clean_requirements(text: bytes) -> tuple[bytes, set[str]]:
         match = _SELF.match(line)
         if match:
             extras |= {e.strip() for e in (match.group(1) or "").strip("[]").split(",") if e}
+            continue
+        if _LOCAL.match(line):  # another folder of the repository: not there when deps install
             continue
         kept.append(line)
     return ("\n".join(kept) + "\n").encode(), extras
@@ -188,31 +223,130 @@ def _dependency_groups(pyproject: dict[str, Any]) -> list[str]:
             elif isinstance(item, dict) and "include-group" in item:
                 expand(str(item["include-group"]), seen)
 
-    for name in TEST_EXTRAS:
+    for name in _test_names(set(groups)):
         expand(name, set())
     return list(dict.fromkeys(out))
 
 
-def _tox_deps(files: Mapping[str, bytes]) -> list[str]:
-    """``[testenv] deps`` of tox.ini: plain requirements only (no factors, files or paths)."""
+def _test_names(declared: set[str]) -> list[str]:
+    """The test extras or groups among ``declared``; ``dev`` only when there is none of them."""
+    names = [n for n in TEST_EXTRAS[:-1] if n in declared]
+    return names or [n for n in TEST_EXTRAS[-1:] if n in declared]
+
+
+def _poetry_requirement(name: str, constraint: Any) -> str | None:
+    """A poetry dependency as a PEP 508 requirement (None for git, path and url sources)."""
+    extras: list[str] = []
+    marker = ""
+    if isinstance(constraint, list):  # several constraints by marker: the first
+        constraint = constraint[0] if constraint else "*"
+    if isinstance(constraint, dict):
+        if any(k in constraint for k in ("git", "path", "url", "file")):
+            return None
+        extras = [str(e) for e in constraint.get("extras", [])]
+        if constraint.get("markers"):
+            marker = f"; {constraint['markers']}"
+        constraint = constraint.get("version", "*")
+    spec = ",".join(_poetry_constraint(c) for c in str(constraint).split(","))
+    spec = ",".join(c for c in spec.split(",") if c)
+    extra = f"[{','.join(extras)}]" if extras else ""
+    return f"{name}{extra}{spec}{marker}"
+
+
+def _poetry_constraint(text: str) -> str:
+    text = text.strip()
+    if text in ("", "*"):
+        return ""
+    if text[0] in "^~" and not text.startswith("~="):
+        caret = text[0] == "^"
+        parts = [int(p) for p in re.findall(r"\d+", text)[:3]] or [0]
+        if caret:  # the first non-zero part may not change
+            bump = next((i for i, p in enumerate(parts) if p), len(parts) - 1)
+        else:  # ~1.2.3 and ~1.2: the minor may not change; ~1: the major
+            bump = min(1, len(parts) - 1)
+        upper = [*parts[:bump], parts[bump] + 1]
+        return f">={text[1:].strip()},<{'.'.join(map(str, upper))}"
+    if re.match(r"^\d", text):
+        return f"=={text}"
+    return text
+
+
+def _poetry_groups(pyproject: dict[str, Any]) -> list[str]:
+    """The test groups of ``[tool.poetry.group.*]`` (or the old ``dev-dependencies``)."""
+    poetry = pyproject.get("tool", {}).get("poetry", {})
+    groups = {n: g.get("dependencies", {}) for n, g in poetry.get("group", {}).items()}
+    if "dev-dependencies" in poetry:
+        groups.setdefault("dev", poetry["dev-dependencies"])
+    out = []
+    for name in _test_names(set(groups)):
+        for package, constraint in groups[name].items():
+            if package.lower() != "python":
+                requirement = _poetry_requirement(package, constraint)
+                if requirement:
+                    out.append(requirement)
+    return out
+
+
+def _tox_deps(files: Mapping[str, bytes]) -> tuple[list[str], set[str]]:
+    """``[testenv]`` ``deps`` and ``extras`` of tox.ini: plain lines only (no factors, files or
+    paths)."""
     if "tox.ini" not in files:
-        return []
+        return [], set()
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(files["tox.ini"].decode(errors="replace"))
     except configparser.Error:
-        return []
-    if not parser.has_option("testenv", "deps"):
-        return []
-    out = []
-    for line in parser.get("testenv", "deps").splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line or line.startswith(("-", ".", "/")) or "{" in line:
-            continue
-        if re.match(r"^[\w,!-]+:\s", line):  # `py39: pytest<8` holds for some envs only
-            continue
-        out.append(line)
-    return out
+        return [], set()
+
+    def lines(option: str) -> list[str]:
+        if not parser.has_option("testenv", option):
+            return []
+        out = []
+        for line in parser.get("testenv", option).splitlines():
+            line = line.split("#", 1)[0].strip()
+            if not line or line.startswith(("-", ".", "/")) or "{" in line:
+                continue
+            if re.match(r"^[\w,!-]+:\s", line):  # `py39: pytest<8` holds for some envs only
+                continue
+            out.append(line)
+        return out
+
+    return lines("deps"), set(lines("extras"))
+
+
+def lock_constraints(files: Mapping[str, bytes]) -> bytes:
+    """``name==version`` of each index package ``uv.lock`` or ``poetry.lock`` pins (the test
+    tools at the versions the project's own CI uses); a package locked at several versions (by
+    marker) and packages from git, paths or the project itself are left out."""
+    for lock in ("uv.lock", "poetry.lock"):
+        if lock in files:
+            break
+    else:
+        return b""
+    try:
+        packages = tomllib.loads(files[lock].decode(errors="replace")).get("package", [])
+    except tomllib.TOMLDecodeError:
+        return b""
+    versions: dict[str, set[str]] = {}
+    for package in packages:
+        source = package.get("source") or {}
+        from_index = (
+            "registry" in source
+            if lock == "uv.lock"
+            else source.get("type")
+            in (
+                None,
+                "legacy",
+            )
+        )
+        if from_index and package.get("name") and package.get("version"):
+            versions.setdefault(_canonical(package["name"]), set()).add(str(package["version"]))
+    lines = [f"{n}=={v.pop()}" for n, v in sorted(versions.items()) if len(v) == 1]
+    return "".join(f"{line}\n" for line in lines).encode()
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _declared_extras(files: Mapping[str, bytes], pyproject: dict[str, Any]) -> set[str]:
@@ -264,16 +398,25 @@ def detect_dependencies(files: Mapping[str, bytes], spec: RepoImageSpec) -> Depe
     installable = "setup.py" in files or "build-system" in pyproject or "project" in pyproject
     requirement_files: dict[str, bytes] = {}
     wanted_extras: set[str] = set()
+    tox_deps, tox_extras = _tox_deps(files)
+    wanted_extras |= tox_extras
     for path in sorted(f for f in files if f.endswith((".txt", ".in"))):
         requirement_files[path], asked = clean_requirements(files[path])
         wanted_extras |= asked
+    tests: list[str] = []
+    name = _canonical(str(pyproject.get("project", {}).get("name", "")))
+    for requirement in [*_dependency_groups(pyproject), *_poetry_groups(pyproject), *tox_deps]:
+        match = re.match(r"^\s*([A-Za-z0-9._-]+)\s*(?:\[([^\]]*)\])?\s*(;.*)?$", requirement)
+        if installable and name and match and _canonical(match.group(1)) == name:
+            wanted_extras |= {e.strip() for e in (match.group(2) or "").split(",") if e.strip()}
+        else:  # `pytest[dev]` in pytest's own dev group is the project with its extra
+            tests.append(requirement)
     extras: tuple[str, ...] | None = None
     if installable:
         if spec.extras is not None:
             extras = tuple(spec.extras)
         else:
-            declared = _declared_extras(files, pyproject)
-            wanted_extras |= {e for e in TEST_EXTRAS if e in declared}
+            wanted_extras |= set(_test_names(_declared_extras(files, pyproject)))
             extras = tuple(sorted(wanted_extras))
     build_requires = pyproject.get("build-system", {}).get("requires", [])
     if installable and not build_requires:
@@ -281,10 +424,11 @@ def detect_dependencies(files: Mapping[str, bytes], spec: RepoImageSpec) -> Depe
     return DependencyPlan(
         requirement_files=requirement_files,
         project_extras=extras,
-        test_requirements=tuple(dict.fromkeys([*_dependency_groups(pyproject), *_tox_deps(files)])),
+        test_requirements=tuple(dict.fromkeys(tests)),
         build_requires=tuple(str(r) for r in build_requires),
         requires_python=_requires_python(files, pyproject),
         extra_packages=tuple(spec.pip_packages),
+        constraints=lock_constraints(files),
     )
 
 

@@ -10,7 +10,7 @@ from envs.errors import EnvError, NotAGitRepository
 from envs.images.common import raise_build_error
 
 #: Files detection reads (see :mod:`envs.images.detect`).
-DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini")
+DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "uv.lock", "poetry.lock")
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -60,9 +60,20 @@ def is_dependency_file(path: str) -> bool:
 
 def dependency_files(repo: Path, sha: str) -> dict[str, bytes]:
     """Path -> contents of every file detection reads, at ``sha``."""
+    from envs.images.detect import included_files
+
     listing = _git(repo, "ls-tree", "-r", "-z", "--name-only", sha).stdout.decode()
-    paths = [p for p in listing.split("\0") if p and is_dependency_file(p)]
-    return {p: _git(repo, "show", f"{sha}:{p}").stdout for p in paths}
+    tracked = {p for p in listing.split("\0") if p}
+    todo = sorted(p for p in tracked if is_dependency_file(p))
+    files: dict[str, bytes] = {}
+    while todo:  # with the files requirement files include (`-r ../docs/requirements.txt`)
+        path = todo.pop(0)
+        if path in files:
+            continue
+        files[path] = _git(repo, "show", f"{sha}:{path}").stdout
+        if path.endswith((".txt", ".in")):
+            todo += [p for _, p in included_files(path, files[path]) if p in tracked]
+    return files
 
 
 def show(repo: Path, sha: str, path: str) -> bytes | None:

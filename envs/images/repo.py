@@ -13,6 +13,7 @@ of these images run with the network off.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import tempfile
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from envs.docker_util import labels
+from envs.errors import ImageBuildError
 from envs.images import common
 from envs.images.base import BuildMethod, ensure_base_image
 from envs.images.common import (
@@ -36,6 +38,7 @@ from envs.images.common import (
 )
 from envs.images.detect import (
     DEPS_DIR,
+    LOCK_CONSTRAINTS,
     RepoImageSpec,
     choose_python,
     detect_dependencies,
@@ -75,6 +78,22 @@ def load_repo_spec(repo: Path, commit: str = "HEAD") -> RepoImageSpec:
     repo = Path(repo).resolve()
     text = show(repo, resolve_commit(repo, commit), ".pgs.yaml")
     return RepoImageSpec() if text is None else RepoImageSpec.from_yaml(text.decode())
+
+
+def _with_hint(error: ImageBuildError, *, detected: bool) -> ImageBuildError:
+    """The error with what to do next: give the install commands (or fix the ones given)."""
+    if detected:
+        hint = (
+            "pgs could not install this repository the way it detected; give the commands that "
+            "install it (run in /repo with the network, after the detected dependencies): "
+            "`pgs env build REPO --install CMD` (repeatable), `pgs run ... --setup CMD`, or "
+            "`image: {install: [CMD, ...]}` in the repository's .pgs.yaml"
+        )
+    else:
+        hint = "one of the given install commands (--install, --setup or .pgs.yaml) failed: fix it"
+    better = ImageBuildError(error.step, error.output)
+    better.args = (f"{better}\n{hint}",)
+    return better
 
 
 def build_layered(
@@ -139,6 +158,8 @@ def build_repo_image(
         project_steps, deps = list(merged.install), {}
     if deps:
         env_steps.append(f"rm -rf {DEPS_DIR}")
+    if plan.constraints:
+        deps[LOCK_CONSTRAINTS] = plan.constraints
     env_layer = Layer(
         base=base,
         steps=[*common.venv_steps(), *env_steps],
@@ -146,7 +167,8 @@ def build_repo_image(
         env=IMAGE_ENV,
         labels=labels(run_id, kind="env", repo=repo.name, python=python),
     )
-    env_key = digest(RECIPE_VERSION, base, env_layer.script(), sorted(deps.items(), key=str))
+    files_key = sorted((p, hashlib.sha256(c).hexdigest()) for p, c in deps.items())
+    env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key)
     env_tag = f"{repo_image_name(repo, 'pgs-env')}:{env_key[:12]}"
     steps = [
         *common.git_setup_steps(),
@@ -171,5 +193,8 @@ def build_repo_image(
             folders={REPO_PATH: Path(tmp) / "repo"},
             labels=labels(run_id, kind="repo", repo=repo.name, commit=sha, python=python),
         )
-        image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
+        try:
+            image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
+        except ImageBuildError as e:
+            raise _with_hint(e, detected=merged.install is None) from e
     return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started)

@@ -57,6 +57,7 @@ name = "demo"
 requires-python = ">=3.12"
 [project.optional-dependencies]
 test = ["pytest-cov"]
+dev = ["ruff"]
 docs = ["sphinx"]
 """
     files = {
@@ -66,12 +67,15 @@ docs = ["sphinx"]
     }
     spec = RepoImageSpec(pip_packages=["six"])
     plan = detect_dependencies(
-        {p: c for p, c in files.items() if images._is_dependency_file(p)}, spec
+        {p: c for p, c in files.items() if images.is_dependency_file(p)}, spec
     )
     assert plan.build_requires == ("hatchling",)
-    assert plan.install_commands() == [
-        "python3 -m pip install -r requirements-dev.txt -e '.[test]' pytest hypothesis six"
+    assert plan.env_steps() == [
+        "cd /tmp/pgs-deps && python -m pip install -r requirements-dev.txt",
+        "python -m pip install six",
     ]
+    # the test extra, not dev (linters) when a test one exists
+    assert plan.project_steps() == ["python -m pip install -e '.[test]'"]
     assert images.choose_python(spec, plan) == "3.13"  # 3.11 is excluded by requires-python
 
 
@@ -81,10 +85,99 @@ def test_detection_without_a_project_installs_requirements_only() -> None:
         {"requirements.txt": b"six\n", "setup.cfg": setup_cfg}, RepoImageSpec()
     )
     assert plan.project_target is None and plan.build_requires == ()
-    assert plan.install_commands() == [
-        "python3 -m pip install -r requirements.txt pytest hypothesis"
-    ]
+    assert plan.env_steps() == ["cd /tmp/pgs-deps && python -m pip install -r requirements.txt"]
+    assert plan.project_steps() == []
     assert images.choose_python(RepoImageSpec(), plan) == images.DEFAULT_PYTHON
+
+
+def test_a_requirement_file_installing_the_project_gives_its_extras() -> None:
+    files = {
+        "setup.py": b"from setuptools import setup\nsetup(name='requests')\n",
+        "requirements-dev.txt": b"-e .[socks]\npytest>=2.8.0,<10\n-e ./plugins/x\n",
+        "tox.ini": b"[testenv]\ndeps = -rrequirements-dev.txt\n  py39: pytest<8\n"
+        b"  trustme\nextras =\n  security\n",
+    }
+    plan = detect_dependencies(files, RepoImageSpec())
+    assert plan.requirement_files["requirements-dev.txt"] == b"pytest>=2.8.0,<10\n"
+    assert plan.test_requirements == ("trustme",)
+    assert plan.project_steps() == ["python -m pip install -e '.[security,socks]'"]
+
+
+def test_included_requirement_files_are_followed_and_not_installed_twice() -> None:
+    files = {
+        "requirements/dev.txt": b"--requirement test.txt\n-r ../docs/requirements.txt\n",
+        "requirements/test.txt": b"-c constraints.txt\npytest\n",
+        "requirements/lint.txt": b"ruff\n",
+    }
+    assert images.included_files("requirements/dev.txt", files["requirements/dev.txt"]) == [
+        ("--requirement", "requirements/test.txt"),
+        ("-r", "docs/requirements.txt"),
+    ]
+    plan = detect_dependencies(files, RepoImageSpec())
+    assert plan.env_steps() == ["cd /tmp/pgs-deps && python -m pip install -r requirements/dev.txt"]
+
+
+def test_dependency_groups_prefer_tests_and_name_the_project_as_extras() -> None:
+    pyproject = b"""
+[build-system]
+requires = ["setuptools"]
+[project]
+name = "My_Tool"
+[project.optional-dependencies]
+dev = ["numpy"]
+[dependency-groups]
+base = ["iniconfig"]
+tests = [{include-group = "base"}, "pytest>9", 'cloudpickle; python_version >= "3.10"']
+dev = ["my-tool[dev]", "ruff"]
+"""
+    plan = detect_dependencies({"pyproject.toml": pyproject}, RepoImageSpec())
+    assert plan.test_requirements == (
+        "iniconfig",
+        "pytest>9",
+        'cloudpickle; python_version >= "3.10"',
+    )
+    assert plan.env_steps() == [
+        "python -m pip install iniconfig 'pytest>9' 'cloudpickle; python_version >= \"3.10\"'"
+    ]
+    # no test extra: dev is the test one; a group naming the project itself adds its extras
+    only_dev = pyproject.replace(b"tests = [", b"other = [")
+    plan = detect_dependencies({"pyproject.toml": only_dev}, RepoImageSpec())
+    assert plan.test_requirements == ("ruff",)
+    assert plan.project_steps() == ["python -m pip install -e '.[dev]'"]
+
+
+def test_poetry_groups_become_pep_508_requirements() -> None:
+    pyproject = b"""
+[build-system]
+requires = ["poetry-core"]
+[tool.poetry.dependencies]
+python = ">=3.9"
+[tool.poetry.group.dev.dependencies]
+pytest = "^7.2.0"
+zerover = "^0.2.3"
+tilde = "~1.4"
+star = "*"
+exact = "1.19.1"
+extra = {version = ">=2", extras = ["toml"]}
+local = {path = "../x"}
+"""
+    plan = detect_dependencies({"pyproject.toml": pyproject}, RepoImageSpec())
+    assert plan.test_requirements == (
+        "pytest>=7.2.0,<8",
+        "zerover>=0.2.3,<0.3",
+        "tilde>=1.4,<1.5",
+        "star",
+        "exact==1.19.1",
+        "extra[toml]>=2",
+    )
+
+
+def test_quoted_requirements_keep_their_markers() -> None:
+    assert images.quote_requirement("setuptools;python_version>='3.12'") == (
+        "'setuptools;python_version>='\"'\"'3.12'\"'\"''"
+    )
+    assert images.quote_requirement("'numpy<2'") == "'numpy<2'"
+    assert images.quote_requirement("six") == "six"
 
 
 def test_not_a_git_repository_or_bad_commit(tmp_path: Path) -> None:
