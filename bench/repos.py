@@ -185,7 +185,8 @@ def check_repo(repo: RealRepo, folder: Path, *, fresh: bool = False) -> Outcome:
             out.problem = "the second build was not a cache hit"
             return out
     except EnvError as e:
-        out.problem = f"build: {_tail(str(e), 25)}"
+        errors = [line for line in str(e).splitlines() if re.search(r"error", line, re.I)]
+        out.problem = f"build: {str(e).splitlines()[0]} | {' | '.join(errors[-6:])}"
         return out
     config = DockerSandboxConfig(image=first.tag, network=False, timeout=900)
     with DockerSandbox(config) as box:

@@ -163,7 +163,8 @@ def build_repo_image(
     env_layer = Layer(
         base=base,
         steps=[*common.venv_steps(), *env_steps],
-        files=deps,
+        # The folder PIP_FIND_LINKS names, so pip does not warn at every step that it is missing.
+        files={**deps, f"{common.OFFLINE_WHEELS}/.pgs-keep": b""},
         env=IMAGE_ENV,
         labels=labels(run_id, kind="env", repo=repo.name, python=python),
     )
