@@ -304,7 +304,8 @@ def test_bad_requirement_fails_with_pips_error(
     repo = _six_repo(tmp_path / "bad", requirements="pgs-no-such-package-xyz\n")
     with pytest.raises(ImageBuildError) as caught:
         build_repo_image(repo, spec=RepoImageSpec(python="3.9"), run_id=run_id)
-    assert "pip download (dependencies)" in caught.value.step
+    assert caught.value.step.endswith("python -m pip install -r requirements.txt")
+    assert "--install CMD" in str(caught.value) and "--setup CMD" in str(caught.value)
     assert re.search(
         r"ERROR: No matching distribution found for pgs-no-such-package-xyz", str(caught.value)
     )
