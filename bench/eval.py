@@ -1,7 +1,7 @@
 """Real SWE-bench Verified records, gold patches: image build time (cold, and a second instance
 of an environment already built) and evaluation time per instance, and how many resolve.
 
-    .venv/bin/python bench/eval.py --repos-dir DIR [--instances FILE] [--fresh] [--workers 1]
+    .venv/bin/python bench/eval.py --repos-dir DIR [--instances FILE] [--fresh] [--python-map A=B]
 
 DIR holds the repositories as ``OWNER__NAME`` clones (``../shared/swebench/prepare.sh
 SNAPSHOTS DIR`` lays them out from fetched snapshots, in ``DIR/repos``). FILE defaults to the
@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.evaluate import evaluate_one
-from agent.swebench import Environments, load_instances
+from agent.swebench import Environments, load_instances, parse_python_map
 from envs.docker_util import docker_client
 
 RECORDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verified-dev.jsonl"
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--repos-dir", type=Path, required=True)
     parser.add_argument("--instances", type=Path, default=RECORDS)
     parser.add_argument("--fresh", action="store_true", help="remove pgs SWE-bench images first")
+    parser.add_argument("--python-map", action="append", default=[], metavar="WANTED=USED")
     args = parser.parse_args()
     client = docker_client()
     if args.fresh:
@@ -43,7 +44,7 @@ def main() -> None:
             if (image.labels or {}).get("pgs-agent.kind", "").startswith("swebench"):
                 client.images.remove(image.id, force=True)
     instances = load_instances(args.instances)
-    envs = Environments(args.repos_dir, {})
+    envs = Environments(args.repos_dir, parse_python_map(args.python_map))
     times: dict[str, list[float]] = {"cold-env": [], "cold": [], "warm": [], "eval": []}
     resolved = 0
     with tempfile.TemporaryDirectory(prefix="pgs-bench-eval-") as tmp:
