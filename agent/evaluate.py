@@ -290,7 +290,7 @@ def evaluate(
 def register_eval(commands: Any) -> None:
     parser = commands.add_parser(
         "eval",
-        help="grade SWE-bench predictions in fresh containers (our own images, offline)",
+        help="grade SWE-bench predictions in fresh containers with the network off",
         description="Grade predictions (preds.json) against SWE-bench instances: apply each "
         "model patch in a fresh container of the instance image (network off), apply "
         "test_patch, run the FAIL_TO_PASS and PASS_TO_PASS tests, grade with swebench's log "
@@ -334,7 +334,7 @@ def add_environment_flags(parser: argparse.ArgumentParser) -> None:
         "--image-source",
         choices=["build", "official"],
         default="build",
-        help="build instance images offline (default), or pull swebench's published images: "
+        help="build instance images here (default), or pull swebench's published images: "
         "the record's `image`, else swebench/sweb.eval.x86_64.<id>:latest (needs a registry)",
     )
     parser.add_argument(

@@ -82,8 +82,8 @@ def add_github_flags(parser: argparse.ArgumentParser) -> None:
         "--setup",
         action="append",
         metavar="CMD",
-        help="install command for the repository image, run in /repo offline (repeatable; "
-        "replaces the detected install)",
+        help="install command for the repository image, run in /repo while it is built (with "
+        "the host's network; repeatable; replaces the detected install)",
     )
 
 

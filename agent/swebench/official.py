@@ -119,6 +119,6 @@ def official_image(instance: Instance, client: Any = None, *, registry: str | No
         )
         raise EnvError(
             f"cannot pull the official image {ref}: {_reason(e)}; {fix}, or use "
-            "--image-source build (pgs builds the image offline)"
+            "--image-source build (pgs builds the image here)"
         ) from None
     return ref

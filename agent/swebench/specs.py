@@ -203,9 +203,9 @@ def choose_python(instance: Instance, wanted: str, python_map: Mapping[str, str]
         return python_map[version]
     supported = ", ".join(f"{v} (Debian {s})" for v, s in DEBIAN_SUITES.items())
     raise EnvError(
-        f"{instance.instance_id} needs Python {version}, which pgs cannot provide offline: base "
-        f"images exist for {supported} only (no Debian release ships {version}, and no registry "
-        f"is reachable for python:{version}-slim); pass --python-map {version}=3.11 (or another "
+        f"{instance.instance_id} needs Python {version}, which pgs cannot provide here: base "
+        f"images exist for {supported} only (no Debian release ships {version}); pass "
+        f"--python-map {version}=3.11 (or another "
         "supported version) to substitute one, knowing results may then differ from the "
         "official harness"
     )
