@@ -1,7 +1,7 @@
 """SWE-bench batches and evaluation, end to end: a dataset the tests make (a real repository
-with history, a bare OWNER__NAME mirror), instance images built with the network on, run with it off (cached by content:
-warm runs build nothing), real containers with the network off, the real ``openai`` client
-talking to the scripted server, and swebench's own parsers and grading.
+with history, a bare OWNER__NAME mirror), instance images built with the host's network and
+cached by content (warm runs build nothing), real containers with the network off, the real
+``openai`` client talking to the scripted server, and swebench's own parsers and grading.
 """
 
 from __future__ import annotations
