@@ -59,6 +59,11 @@ def image_name(instance: Instance) -> str:
     return _name("pgs-sweb", instance.instance_id)
 
 
+def env_name(instance: Instance) -> str:
+    """The name of the environment image shared by the instances of one repository version."""
+    return _name("pgs-sweb-env", f"{instance.repo}-{instance.version}")
+
+
 def _build_requires(mirror: Path, sha: str) -> list[str]:
     import tomllib
 
@@ -146,7 +151,7 @@ def build_instance_image(
     env_key = images.digest(
         IMAGE_RECIPE_VERSION, base, env_steps_text, spec.python, spec.index_moment
     )
-    env_tag = f"{_name('pgs-sweb-env', f'{instance.repo}-{instance.version}')}:{env_key[:12]}"
+    env_tag = f"{env_name(instance)}:{env_key[:12]}"
     repo_steps = [
         "chmod +x /usr/local/bin/conda",
         *images.git_setup_steps(),
