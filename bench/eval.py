@@ -62,7 +62,11 @@ def main() -> None:
             kind = (
                 "warm"
                 if image.cache_hit
-                else ("cold-env" if any(t.startswith("pgs-sweb-env-") for t in new) else "cold")
+                else (
+                    "cold-env"
+                    if any(t.startswith(env_name(instance) + ":") for t in new)
+                    else "cold"
+                )
             )
             times[kind].append(built)
             prediction = {
