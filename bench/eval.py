@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -30,6 +31,11 @@ from agent.swebench.images import env_name
 from envs.docker_util import docker_client
 
 RECORDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verified-dev.jsonl"
+
+
+def tags(client: Any) -> set[str]:
+    """Every image tag (one API call: images other processes remove meanwhile do not matter)."""
+    return {t for image in client.api.images() for t in image.get("RepoTags") or []}
 
 
 def main() -> None:
@@ -50,7 +56,7 @@ def main() -> None:
     resolved = 0
     with tempfile.TemporaryDirectory(prefix="pgs-bench-eval-") as tmp:
         for instance in instances:
-            envs_before = {t for i in client.images.list() for t in i.tags}
+            envs_before = tags(client)
             started = time.monotonic()
             try:
                 image = envs.image(instance)
@@ -58,7 +64,7 @@ def main() -> None:
                 print(f"{instance.instance_id}: image failed: {str(e)[:300]}")
                 continue
             built = time.monotonic() - started
-            new = {t for i in client.images.list() for t in i.tags} - envs_before
+            new = tags(client) - envs_before
             kind = (
                 "warm"
                 if image.cache_hit
