@@ -302,6 +302,22 @@ def conda_to_pip(spec: str) -> str:
     return name + rest
 
 
+def _first_file(
+    instance: Instance, mirror: Path, table: Mapping[str, list[str]], what: str
+) -> tuple[str, bytes]:
+    """The first of swebench's paths for the repository that exists at environment_setup_commit,
+    and its contents."""
+    sha = instance.environment_setup_commit
+    for path in table.get(instance.repo, []):
+        data = show(mirror, sha, path)
+        if data is not None:
+            return path, data
+    raise InstanceError(
+        f"{instance.instance_id}: no {what} of {instance.repo} at environment_setup_commit "
+        f"{sha[:12]} (swebench looks at {', '.join(table.get(instance.repo, [])) or 'nothing'})"
+    )
+
+
 def swebench_requirements(instance: Instance, mirror: Path) -> str:
     """The requirements text the harness installs (``get_requirements``): the first of the
     repository's requirement paths that exists at environment_setup_commit, ``-r`` includes
@@ -310,15 +326,7 @@ def swebench_requirements(instance: Instance, mirror: Path) -> str:
     from swebench.harness.test_spec.python import clean_requirements
 
     sha = instance.environment_setup_commit
-    for path in MAP_REPO_TO_REQS_PATHS.get(instance.repo, []):
-        data = show(mirror, sha, path)
-        if data is not None:
-            break
-    else:
-        raise InstanceError(
-            f"{instance.instance_id}: none of swebench's requirement paths for {instance.repo} "
-            f"is at environment_setup_commit {sha[:12]}"
-        )
+    path, data = _first_file(instance, mirror, MAP_REPO_TO_REQS_PATHS, "requirement file")
 
     def excluded(line: str) -> bool:
         return any(line.strip().startswith(x) for x in ("-e .", "#", ".[test"))
@@ -345,16 +353,7 @@ def environment_yml(instance: Instance, mirror: Path) -> tuple[list[str], list[s
     from swebench.harness.constants import MAP_REPO_TO_ENV_YML_PATHS
     from swebench.harness.test_spec.python import clean_environment_yml
 
-    sha = instance.environment_setup_commit
-    for path in MAP_REPO_TO_ENV_YML_PATHS.get(instance.repo, []):
-        data = show(mirror, sha, path)
-        if data is not None:
-            break
-    else:
-        raise InstanceError(
-            f"{instance.instance_id}: no environment.yml of {instance.repo} at "
-            f"environment_setup_commit {sha[:12]}"
-        )
+    path, data = _first_file(instance, mirror, MAP_REPO_TO_ENV_YML_PATHS, "environment.yml")
     try:
         parsed = yaml.safe_load(clean_environment_yml(data.decode(errors="replace"))) or {}
     except yaml.YAMLError as e:
