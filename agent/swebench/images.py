@@ -26,10 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from agent.swebench.official import official_image
-from agent.swebench.records import Instance, InstanceError, Status, find_mirror, quiet
+from agent.swebench.records import (
+    Instance,
+    InstanceError,
+    Status,
+    check_commits,
+    find_mirror,
+    quiet,
+)
 from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
 from envs import images
-from envs.docker_util import labels
+from envs.docker_util import docker_client, labels
+from envs.errors import ImageBuildError
 
 #: Where the repository is in an instance image (as in swebench's images).
 TESTBED = "/testbed"
@@ -120,12 +128,7 @@ def build_instance_image(
     run_id: str | None = None,
 ) -> InstanceImage:
     """The instance's image, built only when no image with its content hash exists."""
-    from envs.docker_util import docker_client
-    from envs.errors import ImageBuildError
-
     started = time.monotonic()
-    from agent.swebench.records import check_commits
-
     check_commits(instance, mirror)
     client = client or docker_client()
     base = images.ensure_base_image(spec.python, status=status, client=client)

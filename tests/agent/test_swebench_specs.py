@@ -68,6 +68,12 @@ EXPECTED = {
 }
 
 
+def instance_at(mirror: Path, iid: str, repo: str, **fields: str) -> Instance:
+    """A record of ``repo`` whose commits are the HEAD of the repository at ``mirror``."""
+    sha = git(mirror, "rev-parse", "HEAD").strip()
+    return Instance.from_record({"instance_id": iid, "repo": repo, "base_commit": sha, **fields})
+
+
 @pytest.fixture(scope="module")
 def instances() -> dict[str, Instance]:
     return {i.instance_id: i for i in load_instances(RECORDS)}
@@ -115,20 +121,12 @@ def test_requirements_are_prepared_as_the_harness_prepares_them(tmp_path: Path) 
             "requirements/tests.txt": "pytest==7.2\n.[test]\ntypes-pkg_resources==0.1\n",
         },
     )
-    sha = git(mirror, "rev-parse", "HEAD").strip()
-    record = {
-        "instance_id": "pallets__flask-1",
-        "repo": "pallets/flask",
-        "base_commit": sha,
-        "version": "2.3",
-    }
-    text = swebench_requirements(Instance.from_record(record), mirror)
+    flask = instance_at(mirror, "pallets__flask-1", "pallets/flask", version="2.3")
+    text = swebench_requirements(flask, mirror)
     lines = [x for x in text.splitlines() if x.strip()]
     # -r inlined first, the project's own lines and comments dropped, yanked names replaced.
     assert lines == ["pytest==7.2", "types-setuptools", "black==22.1"]
-    step = env_steps(
-        Instance.from_record(record), instance_spec(Instance.from_record(record)), mirror
-    )
+    step = env_steps(flask, instance_spec(flask), mirror)
     assert step[0].startswith("cat <<'EOF_59812759871' > /root/pgs-requirements.txt\n")
     assert step[0].endswith(
         "python -m pip install -r /root/pgs-requirements.txt && rm /root/pgs-requirements.txt"
@@ -149,30 +147,16 @@ dependencies:
     - pytest-xdist==3.3
 """
     mirror = make_repo(tmp_path / "mpl", {"environment.yml": yml})
-    sha = git(mirror, "rev-parse", "HEAD").strip()
-    record = {
-        "instance_id": "matplotlib__matplotlib-1",
-        "repo": "matplotlib/matplotlib",
-        "base_commit": sha,
-        "version": "3.7",
-    }
-    conda, pip = environment_yml(Instance.from_record(record), mirror)
+    mpl = instance_at(mirror, "matplotlib__matplotlib-1", "matplotlib/matplotlib", version="3.7")
+    conda, pip = environment_yml(mpl, mirror)
     assert conda == ["numpy>=1.21", "cairocffi", "PyQt5"]
     assert pip == ["mpl-sphinx-theme", "pytest-xdist==3.3"]
 
 
 def test_missing_requirement_file_is_named(tmp_path: Path) -> None:
     mirror = make_repo(tmp_path / "r", {"a.txt": "x\n"})
-    sha = git(mirror, "rev-parse", "HEAD").strip()
-    record = {
-        "instance_id": "acme__r-1",
-        "repo": "acme/r",
-        "base_commit": sha,
-        "python": "3.9",
-        "requirements": ["requirements.txt"],
-        "install": "true",
-    }
-    instance = Instance.from_record(record)
+    instance = instance_at(mirror, "acme__r-1", "acme/r", python="3.9", install="true")
+    instance.record["requirements"] = ["requirements.txt"]
     with pytest.raises(InstanceError, match=r"requirements\.txt is not in acme/r"):
         env_steps(instance, instance_spec(instance), mirror)
 
