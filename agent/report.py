@@ -57,6 +57,8 @@ class CheckReport(BaseModel):
     errors: list[str] = Field(default_factory=list)
     exit_code: int = 0
     duration: float = 0.0
+    #: What a time budget left out (``--pgs.check.budget``), said in the report, never silent.
+    cut: str | None = None
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results if r.failed]
