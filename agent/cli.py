@@ -150,11 +150,15 @@ def _report(result: RunResult, paths: dict[str, Path]) -> None:
         validation = pgs.get("validation") or {}
         rounds = pgs.get("rounds") or []
         feedback = sum(1 for r in rounds if r.get("feedback"))
+        turns = len(pgs.get("tester_turns") or [])
         err.print(
             f"PGS ({pgs['mode']}): {len(validation.get('kept') or [])} properties kept, "
-            f"{len(validation.get('dropped') or [])} dropped; {len(rounds)} candidates checked, "
-            f"{feedback} feedback messages; verdict: {pgs.get('verdict')}"
+            f"{len(validation.get('dropped') or [])} dropped ({turns} Tester turns); "
+            f"{len(rounds)} candidates checked, {feedback} feedback messages; "
+            f"verdict: {pgs.get('verdict')}"
         )
+        if pgs.get("verdict_reason"):
+            err.print(f"  why: {pgs['verdict_reason']}")
         for r in rounds:
             if r.get("selection"):
                 err.print(f"  round {r['round']}: {r['selection'].get('why')}")
@@ -253,6 +257,7 @@ def _check_hidden_tests(repo: Path, patch: str, hidden: Path) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from agent.batch import register_batch
+    from agent.compare import register_report
     from agent.evaluate import register_eval
     from agent.server import register as register_server
     from envs.cli import register as register_env
@@ -269,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_server(commands)
     register_batch(commands)
     register_eval(commands)
+    register_report(commands)
     return parser
 
 

@@ -90,9 +90,16 @@ class AgentConfig(BaseModel):
 
 class Reviewer(Protocol):
     """Checks a submitted patch (the PGS Tester): a feedback message sends the Generator back to
-    work in the same conversation; None accepts the patch and ends the run."""
+    work in the same conversation, with at least ``round_steps`` more steps and ``round_time``
+    more seconds; None accepts the patch and ends the run. ``final_check`` checks the diff a
+    limit ends the run with (recorded, no feedback)."""
+
+    round_steps: int
+    round_time: float
 
     def review(self, patch: str) -> str | None: ...
+
+    def final_check(self, patch: str, why: str) -> None: ...
 
 
 class Submitted(Exception):
@@ -167,6 +174,9 @@ class Agent:
         self.steps = 0
         self.format_errors = 0
         self.started = 0.0
+        #: The limits in force: the config's, raised after each feedback round (0: none).
+        self.step_limit = config.step_limit
+        self.time_limit = config.time_limit
         self._jinja = jinja2.Environment(
             undefined=jinja2.StrictUndefined, keep_trailing_newline=True
         )
@@ -187,6 +197,8 @@ class Agent:
         except LimitReached as e:
             status, submission = f"submitted ({e.status})", self._current_diff()
             self.traj.info["limit_message"] = str(e)
+            if self.reviewer is not None:  # never submitted unchecked
+                self.reviewer.final_check(submission, e.status)
         except Forfeited:
             status = "exit_forfeit"
         except FormatError as e:
@@ -250,11 +262,19 @@ class Agent:
     # -- the parts of a step ------------------------------------------------------------------
 
     def check_limits(self) -> None:
-        cfg = self.config
-        if cfg.step_limit and self.steps >= cfg.step_limit:
-            raise LimitReached("exit_step_limit", f"step limit of {cfg.step_limit} reached")
-        if cfg.time_limit and time.monotonic() - self.started >= cfg.time_limit:
-            raise LimitReached("exit_time", f"time limit of {cfg.time_limit:.0f} s reached")
+        if self.step_limit and self.steps >= self.step_limit:
+            raise LimitReached("exit_step_limit", f"step limit of {self.step_limit} reached")
+        if self.time_limit and time.monotonic() - self.started >= self.time_limit:
+            raise LimitReached("exit_time", f"time limit of {self.time_limit:.0f} s reached")
+
+    def extend_limits(self, steps: int, seconds: float) -> None:
+        """A feedback round: at least ``steps`` more steps and ``seconds`` more from now."""
+        if self.step_limit:
+            self.step_limit = max(self.step_limit, self.steps + steps)
+        if self.time_limit:
+            elapsed = time.monotonic() - self.started
+            self.time_limit = max(self.time_limit, elapsed + seconds)
+        self.traj.info["limits"] = {"steps": self.step_limit, "seconds": round(self.time_limit)}
 
     def query(self) -> ModelResponse:
         tools = self.toolset.openai_tools() if self.function_calling else None
@@ -331,6 +351,8 @@ class Agent:
             if feedback is None:
                 raise Submitted(patch or "")
             self.add("user", feedback, "feedback")
+            assert self.reviewer is not None
+            self.extend_limits(self.reviewer.round_steps, self.reviewer.round_time)
             self.traj.history = self.messages
             self.traj.save()
         if kind is OutputKind.EXIT_FORFEIT:

@@ -5,17 +5,27 @@ Per submission (:meth:`PGS.review`):
 
 1. back to the original code (the candidate is kept aside);
 2. first round: the Tester writes properties; they are validated on the original code
-   (unsound ones dropped, with the reason);
+   (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
+   one more turn with the validation report's lines (``tester_retries``);
 3. the related repository tests get a baseline on the original code (cached per test file);
 4. the candidate is re-applied and checked: kept properties + related tests, one pytest run;
-5. all pass → accepted; else ONE failure is selected (``--feedback`` mode) and rendered,
-   until ``rounds`` feedback messages have been sent.
+5. all pass → before accepting, while feedback rounds remain, the Tester looks for new rules
+   once more (``fresh_probes``; it never sees the patch) and the candidate meets those too;
+6. a failure → ONE failure is selected (``--feedback`` mode) and rendered, until ``rounds``
+   feedback messages have been sent.
+
+The verdict (:func:`judge`) is honest: ``passed`` only when a kept issue property that failed
+on the original code passes on the patch and nothing newly fails; ``tests-only`` when no issue
+property took part but the related tests (or regression properties) ran and pass; ``unchecked``
+when nothing ran; ``failed`` otherwise. A diff left when a limit ends the run is checked too
+(:meth:`PGS.final_check`), so no patch leaves unchecked.
 
 The sandbox is left with the candidate applied, so the Generator goes on from its own state.
 """
 
 from __future__ import annotations
 
+import ast
 import logging
 import shlex
 from collections.abc import Callable
@@ -35,7 +45,7 @@ from agent.check import (
 )
 from agent.feedback import TokenCounter, render_feedback, select_failure
 from agent.models import Model, ModelError
-from agent.report import CheckReport
+from agent.report import CheckReport, TestResult
 from agent.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.tools import Toolset
 from agent.trajectory import Trajectory
@@ -44,6 +54,7 @@ from envs.sandbox import Sandbox
 logger = logging.getLogger(__name__)
 
 FeedbackMode = Literal["none", "io", "property", "property-min"]
+Verdict = Literal["passed", "tests-only", "unchecked", "failed"]
 CANDIDATE = "/tmp/pgs-candidate.patch"
 
 
@@ -53,11 +64,34 @@ class PGSConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     feedback: FeedbackMode = Field(
         default="property-min",
-        description="none: the Generator alone; io: raw output of the first failing test "
-        "(Self-Edit); property: property feedback, any failing example; property-min: the "
-        "failing input with the fewest tokens (full PGS)",
+        description="none: the Generator alone; io: Self-Edit, the raw output of the first "
+        "failing repository test, no Tester; property: property feedback, any failing example; "
+        "property-min: the failing input with the fewest tokens (full PGS)",
     )
     rounds: int = Field(default=5, ge=0, description="most feedback rounds")
+    filter: bool = Field(
+        default=True,
+        description="validate properties on the original code and drop unsound ones (off: "
+        "keep every property that runs, the ablation without filtering)",
+    )
+    tester_retries: int = Field(
+        default=1,
+        ge=0,
+        description="more Tester turns, with the validation report, when no issue property "
+        "survives validation",
+    )
+    fresh_probes: int = Field(
+        default=1,
+        ge=0,
+        description="when every kept property passes and feedback rounds remain, ask the "
+        "Tester this many more times for new rules before accepting",
+    )
+    round_steps: int = Field(
+        default=30, ge=0, description="steps the Generator gets after each feedback message"
+    )
+    round_time: float = Field(
+        default=900.0, ge=0, description="seconds the Generator gets after each feedback message"
+    )
     tester_model: str | None = Field(
         default=None, description="the Tester's model (default: the Generator's)"
     )
@@ -75,6 +109,93 @@ class PGSConfig(BaseModel):
     )
     tester: TesterConfig = Field(default_factory=TesterConfig)
     check: CheckSettings = Field(default_factory=CheckSettings)
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
+    """The verdict on one check of a candidate, and why, in one sentence.
+
+    ``shows_bug``: node ids of the kept issue properties that failed on the original code.
+    """
+    failures = report.failures()
+    cut = f" ({report.cut})" if report.cut else ""
+    if failures or report.errors:
+        shown = failures[0].nodeid if failures else report.errors[0].split(": ", 1)[0]
+        count = len(failures) or len(report.errors)
+        return "failed", f"{_plural(count, 'check')} failing on the patch, first {shown}{cut}"
+    ran = [r for r in report.results if r.outcome == "passed"]
+    issue = [r for r in ran if r.nodeid in shows_bug]
+    regression = [r for r in ran if r.kind == "regression"]
+    repo = [r for r in ran if r.kind == "repo"]
+    holds = (
+        f"{_plural(len(regression), 'regression property', 'regression properties')} and "
+        f"{_plural(len(repo), 'related repository test')} pass"
+    )
+    if issue:
+        fixed = _plural(len(issue), "issue property", "issue properties")
+        return "passed", f"{fixed} that failed on the original code pass on the patch; {holds}{cut}"
+    if regression or repo:
+        return "tests-only", f"no issue property took part; {holds}{cut}"
+    return "unchecked", f"nothing ran: no property and no related repository test{cut}"
+
+
+def explicit_examples(files: dict[str, str]) -> dict[str, set[str]]:
+    """``{test function name: {arguments of each @example}}`` of property files (by ``ast``)."""
+    found: dict[str, set[str]] = {}
+    for source in files.values():
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for deco in node.decorator_list:
+                target = deco.func if isinstance(deco, ast.Call) else None
+                name = getattr(target, "attr", None) or getattr(target, "id", None)
+                if name == "example" and isinstance(deco, ast.Call):
+                    args = [ast.unparse(a) for a in deco.args]
+                    args += sorted(f"{k.arg}={ast.unparse(k.value)}" for k in deco.keywords)
+                    found.setdefault(node.name, set()).add(", ".join(args))
+    return found
+
+
+def _function(nodeid: str) -> str:
+    return nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+
+
+def drop_contradictions(
+    kept: list[str], original: CheckReport, files: dict[str, str]
+) -> tuple[list[str], list[dict[str, str]]]:
+    """Drop regression properties that assert on an input an issue property states as a case
+    of the bug (the same ``@example``): they pin the behaviour the issue asks to change, so
+    they would punish the right fix. Returns what stays kept and the dropped, with reasons."""
+    examples = explicit_examples(files)
+    by_id = original.by_id()
+    issue_cases: dict[str, str] = {}
+    for nodeid in kept:
+        if by_id[nodeid].kind == "issue":
+            for case in sorted(examples.get(_function(nodeid), ())):
+                issue_cases.setdefault(case, nodeid)
+    out: list[str] = []
+    dropped: list[dict[str, str]] = []
+    for nodeid in kept:
+        cases = (
+            examples.get(_function(nodeid), set()) if by_id[nodeid].kind == "regression" else set()
+        )
+        shared = sorted(c for c in cases if c in issue_cases)
+        if shared:
+            reason = (
+                f"contradicts the issue: its example ({shared[0]}) is a case of the bug in "
+                f"{issue_cases[shared[0]]}, where it asserts the original behaviour"
+            )
+            dropped.append({"nodeid": nodeid, "reason": reason})
+        else:
+            out.append(nodeid)
+    return out, dropped
 
 
 class PGS:
@@ -105,33 +226,39 @@ class PGS:
         self.check_settings = config.check.model_copy(update={"test_cmd": config.test_cmd})
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []
+        #: Kept issue properties that failed on the original code (all of them, when filtering).
+        self.shows_bug: set[str] = set()
         self.baselines = Baseline()
         self.feedback_sent = 0
+        self.probes = 0
+        self.round_steps = config.round_steps
+        self.round_time = config.round_time
         self.record: dict[str, Any] = {
             "mode": config.feedback,
             "rounds": [],
             "properties": {},
             "validation": None,
+            "tester_turns": [],
             "verdict": "unchecked",
+            "verdict_reason": "no candidate was checked",
         }
         self.traj.extra["pgs"] = self.record
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
     def review(self, patch: str) -> str | None:
-        number = len(self.record["rounds"]) + 1
-        round_record: dict[str, Any] = {"round": number, "patch": patch}
-        self.record["rounds"].append(round_record)
-        self.status(f"checking candidate {number}")
+        round_record = self._new_round(patch)
+        self.status(f"checking candidate {round_record['round']}")
         report = self.check(patch)
-        round_record["report"] = report.model_dump()
-        failures = report.failures()
-        round_record["failures"] = len(failures)
-        if not failures:
-            self.record["verdict"] = "passed" if report.results else "unchecked"
+        while not report.failures() and not report.errors and self._may_probe():
+            self.status("every check passes; the Tester looks for new rules")
+            if not self.probe(round_record):
+                break
+            report = self.check(patch)
+        self._record_report(round_record, report)
+        if not report.failures() and not report.errors:
             self.traj.save()
             return None
-        self.record["verdict"] = "failed"
         if self.feedback_sent >= self.config.rounds:
             round_record["note"] = f"no feedback: all {self.config.rounds} rounds used"
             self.traj.save()
@@ -143,11 +270,65 @@ class PGS:
             self.traj.save()
             return None
         self.feedback_sent += 1
-        message = render_feedback(selection, mode, self.feedback_sent, self.config.rounds)
+        message = render_feedback(
+            selection,
+            mode,
+            self.feedback_sent,
+            self.config.rounds,
+            rerun=self.rerun_command(selection.result),
+        )
         round_record["selection"] = selection.model_dump()
         round_record["feedback"] = message
         self.traj.save()
         return message
+
+    def final_check(self, patch: str, why: str) -> None:
+        """Check a diff the run ends with unsubmitted (a limit): record its verdict, no feedback."""
+        round_record = self._new_round(patch)
+        round_record["note"] = f"the run ended ({why}); its diff is checked, no feedback sent"
+        if not patch.strip():
+            self._set_verdict(round_record, "unchecked", "the run ended with no change")
+            self.traj.save()
+            return
+        self.status("checking the diff the run ended with")
+        try:
+            report = self.check(patch)
+        except Exception as e:  # the run's result must survive a failed last check
+            logger.warning("could not check the final diff: %s", e)
+            self._set_verdict(round_record, "unchecked", f"the check could not run: {e}")
+            self.traj.save()
+            return
+        self._record_report(round_record, report)
+        self.traj.save()
+
+    # -- rounds and verdicts --------------------------------------------------------------------
+
+    def _new_round(self, patch: str) -> dict[str, Any]:
+        number = len(self.record["rounds"]) + 1
+        round_record: dict[str, Any] = {"round": number, "patch": patch}
+        self.record["rounds"].append(round_record)
+        return round_record
+
+    def _record_report(self, round_record: dict[str, Any], report: CheckReport) -> None:
+        round_record["report"] = report.model_dump()
+        round_record["failures"] = len(report.failures())
+        verdict, why = judge(report, self.shows_bug)
+        self._set_verdict(round_record, verdict, why)
+
+    def _set_verdict(self, round_record: dict[str, Any], verdict: Verdict, why: str) -> None:
+        round_record["verdict"] = verdict
+        self.record["verdict"] = verdict
+        self.record["verdict_reason"] = why
+
+    def rerun_command(self, result: TestResult) -> str | None:
+        """The command that reruns one failing test alone, the way the check ran it."""
+        if "::" not in result.nodeid or result.nodeid.startswith("test_cmd:"):
+            return None
+        folder = install_plugin(self.sandbox)
+        return (
+            f"PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
+            f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
+        )
 
     # -- the steps ----------------------------------------------------------------------------
 
@@ -157,7 +338,6 @@ class PGS:
         restore_original(box, keep=self.config.tester.properties_dir)
         install_plugin(box)
         if self.properties is None:
-            self.status("the Tester is writing properties")
             self.write_and_validate_properties()
         repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))
         baseline = self.baseline(repo_tests)
@@ -174,44 +354,144 @@ class PGS:
         )
 
     def write_and_validate_properties(self) -> None:
-        sub = SubTrajectory(self.traj, "pgs", "tester")
-        tester_cfg = self.config.tester
+        """The Tester's first set (none in io mode: Self-Edit has no Tester), validated; while
+        no issue property survives, another turn with the validation report's lines."""
+        if self.config.feedback == "io":
+            self.properties = {}
+            self.record["validation"] = {"kept": [], "dropped": [], "note": "io: no Tester"}
+            return
+        self.status("the Tester is writing properties")
+        self.tester_turn("first")
+        for _ in range(self.config.tester_retries):
+            if self.shows_bug or not self._tester_worked():
+                break
+            self.status("no issue property survived; the Tester tries again")
+            self.tester_turn("retry", note=self._retry_note())
+
+    def probe(self, round_record: dict[str, Any]) -> bool:
+        """Fresh probes: the Tester once more, for rules not written yet; True if it added any
+        kept property. The candidate is aside (original code) while it works."""
+        self.probes += 1
+        before = set(self.kept)
+        restore_original(self.sandbox, keep=self.config.tester.properties_dir)
+        install_plugin(self.sandbox)
+        self.tester_turn("probe", note=self._probe_note())
+        added = [n for n in self.kept if n not in before]
+        round_record.setdefault("probes", []).append({"new_kept": added})
+        return bool(added)
+
+    def _may_probe(self) -> bool:
+        return (
+            self.config.feedback in ("property", "property-min")
+            and self.probes < self.config.fresh_probes
+            and self.feedback_sent < self.config.rounds
+            and self._tester_worked()
+        )
+
+    def _tester_worked(self) -> bool:
+        return "tester_error" not in self.record
+
+    def tester_turn(self, why: str, note: str = "") -> None:
+        """One Tester conversation (its own sub-trajectory), then validation of the folder."""
+        turns: list[dict[str, Any]] = self.record["tester_turns"]
+        key = "tester" if not turns else f"tester_{len(turns) + 1}"
+        sub = SubTrajectory(self.traj, "pgs", key)
         try:
             self.properties = run_tester(
-                tester_cfg,
+                self.config.tester,
                 self.tester_model,
                 self.sandbox,
                 self.toolset,
                 sub,
                 self.problem,
                 function_calling=self.function_calling,
+                note=note,
             )
         except ModelError as e:
-            logger.warning("the Tester failed (%s); checking with the repository's tests only", e)
+            logger.warning("the Tester failed (%s); checking with what there is", e)
             self.record["tester_error"] = str(e)
-            self.properties = {}
+            self.properties = self.properties or {}
+        self.validate()
+        validation = self.record["validation"] or {}
+        turns.append(
+            {
+                "key": key,
+                "why": why,
+                "properties": sorted(self.properties or {}),
+                "kept": list(validation.get("kept") or []),
+                "dropped": list(validation.get("dropped") or []),
+            }
+        )
+        self.traj.save()
+
+    def validate(self) -> None:
+        """Run the property files on the original code and keep the sound ones."""
         self.record["properties"] = self.properties
         if not self.properties:
+            self.kept, self.shows_bug = [], set()
             self.record["validation"] = {"kept": [], "dropped": [], "note": "no properties"}
             return
         original = run_pytest(
             self.sandbox,
-            [tester_cfg.properties_dir],
+            [self.config.tester.properties_dir],
             settings=self.check_settings,
             timeout=self.check_settings.run_timeout,
         )
-        kept, dropped = validate_properties(original, self.problem)
+        if self.config.filter:
+            kept, dropped = validate_properties(original, self.problem)
+            dropped_records = [d.model_dump() for d in dropped]
+        else:  # the ablation: every property that ran is kept
+            kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
+            dropped_records = []
+        kept, contradicting = drop_contradictions(kept, original, self.properties or {})
+        dropped_records += contradicting
+        by_id = original.by_id()
         self.kept = kept
-        self.record["validation"] = {
-            "kept": kept,
-            "dropped": [d.model_dump() for d in dropped],
-            "report": original.model_dump(),
+        self.shows_bug = {
+            n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"
         }
-        if not kept:
-            self.record["validation"]["note"] = (
-                "no property survived validation; checking with the repository's tests only"
+        validation: dict[str, Any] = {
+            "kept": kept,
+            "dropped": dropped_records,
+            "report": original.model_dump(),
+            "filter": self.config.filter,
+        }
+        if not self.shows_bug:
+            validation["note"] = (
+                "no issue property survived validation; the verdict can be tests-only at best"
             )
-        self.traj.save()
+        self.record["validation"] = validation
+
+    def _retry_note(self) -> str:
+        validation = self.record["validation"] or {}
+        lines = [f"- {d['nodeid']}: {d['reason']}" for d in validation.get("dropped") or []]
+        if not lines:
+            lines = [f"- {validation.get('note') or 'no property file was written'}"]
+        return (
+            "Your properties were run on the current (unfixed) code and NO issue property "
+            "survived. The validation report:\n"
+            + "\n".join(lines)
+            + "\nFix or rewrite the files in the properties folder: every issue property must "
+            "FAIL on the current code by its assertion (it shows the bug), every regression "
+            "property must PASS, each marked with pgs_issue or pgs_regression. Then submit."
+        )
+
+    def _probe_note(self) -> str:
+        rules = sorted(
+            {
+                str(r.get("rule"))
+                for r in ((self.record["validation"] or {}).get("report") or {}).get("results", [])
+                if r.get("nodeid") in self.kept and r.get("rule")
+            }
+        )
+        listed = "\n".join(f"- {rule}" for rule in rules) or "- (none)"
+        return (
+            "The properties already in the folder state these rules:\n"
+            + listed
+            + "\nWrite NEW property files (new file names) for other rules the fixed code must "
+            "satisfy that these do not cover: other inputs, edge cases, other functions the "
+            "issue touches. Do not change the existing files. Then submit."
+        )
 
     def baseline(self, repo_tests: list[str]) -> CheckReport | None:
         """The related tests on the original code; each test file runs once per run."""

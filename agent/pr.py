@@ -76,7 +76,8 @@ def add_github_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--force",
         action="store_true",
-        help="work on a closed or locked issue; open a PR for a patch no check passed",
+        help="work on a closed or locked issue; open a PR or post a comment for a patch whose "
+        "PGS verdict is not passed",
     )
     parser.add_argument(
         "--setup",
@@ -132,16 +133,17 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
     """Why no pull request may be opened for this run, or None."""
     if not result.submission.strip():
         return "the run produced no patch"
-    if result.exit_status != "submitted":
+    if not result.exit_status.startswith("submitted"):
         return f"the run ended with {result.exit_status}, not a submitted patch"
     pgs = result.trajectory.extra.get("pgs") or {}
     if force:
         return None
     if pgs.get("mode", "none") == "none":
-        return "no check ran (--feedback none): pass --force to open it anyway"
+        return "no check ran (--feedback none): pass --force anyway"
     verdict = pgs.get("verdict", "unchecked")
     if verdict != "passed":
-        return f"the PGS check did not pass (verdict: {verdict}): pass --force to open it anyway"
+        why = pgs.get("verdict_reason") or "no issue property passed"
+        return f"the PGS verdict is {verdict}, not passed ({why}): pass --force anyway"
     return None
 
 
@@ -160,10 +162,10 @@ def run_github_issue(
             f"(https://github.com/OWNER/REPO/issues/N), not {args.issue[:60]!r}"
         )
     ref = parse_issue_url(args.issue)
-    if args.open_pr and config.pgs.feedback == "none" and not args.force:
+    if (args.open_pr or args.comment) and config.pgs.feedback == "none" and not args.force:
         raise InputError(
-            "no pull request without a check: --feedback none runs none; pass "
-            "--force to open it anyway, or leave --feedback at its default"
+            "no pull request or comment without a check: --feedback none runs none; pass "
+            "--force to send it anyway, or leave --feedback at its default"
         )
     if args.fork and not args.open_pr:
         raise InputError("--fork is where --open-pr pushes: pass --open-pr too")
@@ -193,8 +195,9 @@ def run_github_issue(
         url = open_pull_request(client, issue, repo, result, args.fork, token, config)
         err.print(f"opened a draft pull request: {url}")
     elif args.comment:
-        if not result.submission.strip():
-            print_error("no comment posted: the run produced no patch")
+        reason = refusal(result, force=args.force)
+        if reason:
+            print_error(f"no comment posted: {reason}; the patch is in {paths['patch']}")
             return 1
         posted = client.create_comment(ref, comment_body(issue, result))
         err.print(f"posted the patch on the issue: {posted.get('html_url', ref)}")
@@ -299,7 +302,9 @@ def evidence(result: RunResult) -> list[str]:
     lines = [
         f"PGS (`{mode}`) verdict: **{pgs.get('verdict', 'unchecked')}**, after {len(rounds)} "
         f"checked candidate{'s' if len(rounds) != 1 else ''} and {feedback} feedback "
-        f"message{'s' if feedback != 1 else ''}."
+        f"message{'s' if feedback != 1 else ''}.",
+        "",
+        f"Why: {pgs.get('verdict_reason') or 'not recorded'}. {VERDICTS}",
     ]
     results = _final_report(pgs).get("results") or []
     outcome = {r["nodeid"]: r for r in results}
@@ -328,6 +333,14 @@ def evidence(result: RunResult) -> list[str]:
     else:
         lines += ["", "No repository test ran on the patch."]
     return lines
+
+
+#: What each verdict means, in the PR body.
+VERDICTS = (
+    "(`passed`: a Tester property that fails on the original code passes on the patch and "
+    "nothing that passed before fails; `tests-only`: no issue property took part, the related "
+    "tests pass; `unchecked`: nothing ran; `failed`: a check fails on the patch.)"
+)
 
 
 def run_line(result: RunResult, config: RunConfig) -> str:
@@ -367,7 +380,7 @@ def comment_body(issue: Issue, result: RunResult) -> str:
     check = (
         "not checked (`--feedback none`)"
         if pgs.get("mode", "none") == "none"
-        else f"PGS verdict: **{pgs.get('verdict', 'unchecked')}**"
+        else f"PGS verdict: **{pgs.get('verdict', 'unchecked')}**: {pgs.get('verdict_reason')}"
     )
     patch = result.submission
     head = (

@@ -256,17 +256,21 @@ def run_task(
 
 
 def usage(result: RunResult) -> dict[str, float]:
-    """Tokens and cost of the whole run: the Generator's ``model_stats`` plus the Tester's."""
+    """Tokens and cost of the whole run: the Generator's ``model_stats`` plus every Tester
+    turn's (``pgs.tester``, ``pgs.tester_2``, ...)."""
     out = {"tokens_sent": 0.0, "tokens_received": 0.0, "instance_cost": 0.0, "tester_cost": 0.0}
-    tester = ((result.trajectory.extra.get("pgs") or {}).get("tester") or {}).get("info") or {}
-    for stats, is_tester in (
-        (result.trajectory.info.get("model_stats"), False),
-        (tester.get("model_stats"), True),
-    ):
+    pgs = result.trajectory.extra.get("pgs") or {}
+    testers = [
+        ((v or {}).get("info") or {}).get("model_stats")
+        for k, v in pgs.items()
+        if (k == "tester" or k.startswith("tester_")) and isinstance(v, dict)
+    ]
+    runs = [(result.trajectory.info.get("model_stats"), False), *((t, True) for t in testers)]
+    for stats, is_tester in runs:
         for key in ("tokens_sent", "tokens_received", "instance_cost"):
             out[key] += float((stats or {}).get(key, 0) or 0)
         if is_tester:
-            out["tester_cost"] = float((stats or {}).get("instance_cost", 0) or 0)
+            out["tester_cost"] += float((stats or {}).get("instance_cost", 0) or 0)
     return out
 
 

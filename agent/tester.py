@@ -28,16 +28,23 @@ the code; you never edit it. Explore the code (view, search, run it), then write
 ONLY inside {{ repo_path }}/{{ properties_dir }}/ (files named test_*.py). Anything written
 elsewhere is thrown away.
 
-Write properties, not single examples: rules the FIXED code must satisfy for ALL valid inputs
-("decoding an encoding returns the input", "the result is sorted", "no input in this domain
-raises"), as pytest functions with @given and Hypothesis strategies over the inputs the issue
-concerns, kept small (short lists, small integers). Add an @example for every concrete case the
-issue states. Mark every test with exactly one of:
+Write about five properties, each a different rule the FIXED code must satisfy for ALL valid
+inputs ("decoding an encoding returns the input", "the result is sorted", "no input in this
+domain raises"), as pytest functions with @given and Hypothesis strategies over the whole
+input domain the issue concerns (any list, any string, any integer the function accepts; do
+not keep inputs artificially small: Hypothesis shrinks a failure to a small input by itself).
+Add an @example for every concrete case the issue states. Give every assertion a message that
+shows the value returned and the value expected, e.g.
+`assert out == expected, f"returned {out!r}, expected {expected!r}"`. Mark every test with
+exactly one of:
 
     @pytest.mark.pgs_issue("one sentence: the rule the issue asks for")
         the behaviour the issue asks for: it must FAIL on the current (unfixed) code;
     @pytest.mark.pgs_regression("one sentence: the rule that must not change")
         behaviour that already works and must keep working: it must PASS on the current code.
+
+A regression property must not assert the current behaviour on an input the issue says is
+wrong.
 
 Import the code under test the way the repository's own tests do. Run your tests with
 `python3 -m pytest -q {{ properties_dir }}`: issue properties should fail now, regression
@@ -100,15 +107,21 @@ def run_tester(
     problem_statement: str,
     *,
     function_calling: bool = True,
+    note: str = "",
 ) -> dict[str, str]:
-    """Let the Tester write its properties; returns {path: text} of the property files."""
+    """Let the Tester write its properties; returns {path: text} of the property files.
+
+    ``note`` follows the issue in the Tester's first message (a later turn's reason: the
+    validation report of its first set, or the rules already written).
+    """
+    instance = config.instance_template
+    if note:
+        instance += "\n\n{% raw %}" + note + "{% endraw %}"
     agent_config = AgentConfig(
         system_template=config.system_template.replace(
             "{{ properties_dir }}", config.properties_dir
         ),
-        instance_template=config.instance_template.replace(
-            "{{ properties_dir }}", config.properties_dir
-        ),
+        instance_template=instance.replace("{{ properties_dir }}", config.properties_dir),
         step_limit=config.step_limit,
         time_limit=config.time_limit,
     )
