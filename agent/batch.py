@@ -8,7 +8,13 @@ the whole batch: no instance starts once it is reached.
 
 Files, in ``--output-dir``: ``<id>/<id>.traj`` / ``.patch`` / ``.pred`` per instance, and
 ``preds.json`` (a dict keyed by instance id, the harness's format), rewritten atomically under
-a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction.
+a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Each
+prediction also records its feedback mode and what it cost (:func:`agent.compare.
+prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedback_tokens``,
+``cost``), which ``pgs report`` compares. The SWE-bench harness ignores these keys: swebench
+4.1's ``get_predictions_from_file`` only checks that each prediction is a dict with an
+``instance_id``, and ``run_evaluation`` / ``grading`` / ``reporting`` read only
+``instance_id``, ``model_name_or_path`` and ``model_patch`` by name.
 
 Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
 skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
@@ -38,6 +44,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from agent.compare import prediction_fields
 from agent.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.evaluate import add_environment_flags
 from agent.loop import Agent
@@ -153,9 +160,15 @@ class Batch:
             paths = output_paths(self.output_dir, instance.instance_id)
             if not self.redo and finished_status(paths["traj"]):
                 skipped.append(instance.instance_id)
-                if instance.instance_id not in self.preds and paths["pred"].exists():
+                pred = self.preds.get(instance.instance_id)
+                if pred is None and paths["pred"].exists():
                     with contextlib.suppress(OSError, json.JSONDecodeError):
-                        self.save_pred(json.loads(paths["pred"].read_text(encoding="utf-8")))
+                        pred = json.loads(paths["pred"].read_text(encoding="utf-8"))
+                if isinstance(pred, dict) and "pgs_mode" not in pred:  # from before the fields
+                    pred = self.prediction(instance, str(pred.get("model_patch") or ""))
+                    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+                if isinstance(pred, dict) and pred != self.preds.get(instance.instance_id):
+                    self.save_pred(pred)
             else:
                 todo.append(instance)
         return todo, skipped
@@ -187,19 +200,29 @@ class Batch:
         finally:
             with progress.lock:
                 progress.slots.pop(slot, None)
-        self.save_pred(
-            {
-                "instance_id": iid,
-                "model_name_or_path": self.config.model.name,
-                "model_patch": patch,
-            }
-        )
+        pred = self.prediction(instance, patch)
+        write_atomic(output_paths(self.output_dir, iid)["pred"], json.dumps(pred, indent=1))
+        self.save_pred(pred)
         with progress.lock:
             progress.done += 1
             progress.failed += not exit_status.startswith("submitted")
             progress.durations.append(time.monotonic() - started)
             progress.statuses[exit_status] += 1
         return exit_status
+
+    def prediction(self, instance: Instance, patch: str) -> dict[str, Any]:
+        """The harness's three keys, plus the feedback mode and its cost from the ``.traj``."""
+        traj_path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        try:
+            data = json.loads(traj_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            data = {}
+        return {
+            "instance_id": instance.instance_id,
+            "model_name_or_path": self.config.model.name,
+            "model_patch": patch,
+            **prediction_fields(data, mode=self.config.pgs.feedback),
+        }
 
     def _run(self, instance: Instance, status: Any, on_step: Any) -> tuple[str, str]:
         config = self.config
@@ -230,7 +253,7 @@ class Batch:
         return result.exit_status, result.submission
 
     def _record_crash(self, instance: Instance, error: Exception) -> str:
-        """Leave a ``.traj`` (exit_error, the message) and a ``.pred``; the submitted patch."""
+        """Leave a ``.traj`` (exit_error, the message) and a ``.patch``; the submitted patch."""
         paths = output_paths(self.output_dir, instance.instance_id)
         message = f"{type(error).__name__}: {error}"
         data: dict[str, Any] = {}
@@ -248,13 +271,7 @@ class Batch:
         data.setdefault("replay_config", {})
         write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
         write_atomic(paths["patch"], patch)
-        pred = {
-            "instance_id": instance.instance_id,
-            "model_name_or_path": self.config.model.name,
-            "model_patch": patch,
-        }
-        write_atomic(paths["pred"], json.dumps(pred, indent=1))
-        return patch
+        return patch  # run_one writes the .pred
 
     # -- the batch -----------------------------------------------------------------------------
 
