@@ -527,7 +527,8 @@ def test_pgs_checked_patch_opens_a_pr_listing_the_properties(
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     out = tmp_path / "out"
     setup = "python3 -m pip install pytest && touch /opt/pgs-setup-ran"
-    script = [bash("ls /opt/pgs-setup-ran"), VIEW, FIX, SUBMIT, *TESTER_STEPS]
+    # The Tester's first turn, then its fresh probe (the same file again: nothing new).
+    script = [bash("ls /opt/pgs-setup-ran"), VIEW, FIX, SUBMIT, *TESTER_STEPS, *TESTER_STEPS]
     extra = ["--setup", setup, "--open-pr", "--workdir", str(tmp_path / "clone")]
     code, _, stderr, requests = run_cli(capsys, script, *argv(issue_url(fake), *extra, out=out))
 
@@ -554,6 +555,54 @@ def test_pgs_checked_patch_opens_a_pr_listing_the_properties(
     assert "test_shout_ends_with_one_bang` (regression property" in body
     assert "`tests/test_textutil.py::test_shout_adds_one_bang` passed" in body
     assert "Fixes #7" in body and "cost $" in body
+
+
+#: A Tester turn whose property lacks the pgs marks: validation drops it.
+UNMARKED_STEPS = [
+    call(
+        "str_replace_editor",
+        "The rule, without a mark.",
+        command="create",
+        path="/repo/.pgs/properties/test_shout.py",
+        file_text="\n".join(
+            line for line in PROPERTY.splitlines() if not line.startswith("@pytest.mark.pgs_")
+        ),
+    ),
+    call("submit", "Done."),
+]
+
+
+@pytest.mark.docker
+def test_open_pr_refuses_a_tests_only_verdict_without_force(
+    fake: FakeGitHub,
+    bare: Path,
+    base_image: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every property dropped, twice (the Tester's retry too): the related repository test
+    passes, which is tests-only, not passed; no pull request, the patch kept."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    # Generator; the Tester's first turn, its retry (with the reasons), its probe.
+    script = [VIEW, FIX, SUBMIT, *UNMARKED_STEPS, *UNMARKED_STEPS, *UNMARKED_STEPS]
+    extra = ["--image", base_image, "--open-pr"]
+    code, stdout, stderr, requests = run_cli(
+        capsys, script, *argv(issue_url(fake), *extra, out=tmp_path / "out")
+    )
+
+    assert code == 1
+    assert "+    return text.upper()" in stdout
+    assert "verdict: tests-only" in stderr
+    assert (
+        "pgs: error: no pull request opened: the PGS verdict is tests-only, not passed (no "
+        "issue property took part; 0 regression properties and 1 related repository test "
+        "pass): pass --force anyway" in stderr
+    )
+    assert only_gets(fake) and branches(bare) == ["main"]
+    # The retry's first message carried the validation report's lines.
+    retry = [r for r in requests if "NO issue property survived" in json.dumps(r["messages"][:2])]
+    assert retry and "neither a pgs_issue nor a pgs_regression marker" in json.dumps(retry[0])
 
 
 @pytest.mark.docker
