@@ -43,6 +43,8 @@ listed in ``errors``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -183,7 +185,7 @@ def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _is_timeout(exc: BaseException) -> bool:
+def _hit_time_limit(exc: BaseException) -> bool:
     # The time limit may fire while Hypothesis generates or shrinks; it then raises an error of
     # its own (FlakyStrategyDefinition...) with ours only in the chain of causes.
     seen = set()
@@ -193,6 +195,12 @@ def _is_timeout(exc: BaseException) -> bool:
             return True
         seen.add(id(link))
         link = link.__cause__ or link.__context__
+    return False
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if _hit_time_limit(exc):
+        return True
     name = type(exc).__name__
     return name == "DeadlineExceeded" or (
         name in ("Flaky", "FlakyFailure") and "Unreliable test timings" in str(exc)
@@ -274,7 +282,12 @@ def _cap(text: str, limit: int) -> str:
 
 def _returned(report: Any) -> str | None:
     crash = getattr(report.longrepr, "reprcrash", None)
-    message = getattr(crash, "message", None)
+    return _assertion_message(getattr(crash, "message", None))
+
+
+def _assertion_message(message: str | None) -> str | None:
+    """What an AssertionError says, whole (a message of the test's own, such as ``returned
+    [1, 1], expected [1]``, then pytest's ``assert ...`` explanation), without the notes."""
     if not message:
         return None
     message = re.sub(r"^AssertionError: ?", "", message)
@@ -284,6 +297,81 @@ def _returned(report: Any) -> str | None:
             break  # exception notes (the example, Hypothesis's explanations) follow
         kept.append(line)
     return "\n".join(kept).strip() or "assertion failed"
+
+
+# -- an explicit example hides the minimal counterexample ----------------------------------------
+
+#: The fields of one failing input (``agent.report.FailingInput``).
+_INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
+
+
+def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple[str, str]:
+    """(outcome, category) of a failure, by the paper's outcome classes."""
+    if any(_is_timeout(leaf) for leaf in leaves):
+        return "timeout", "timeout"
+    if leaves and all(isinstance(leaf, AssertionError) for leaf in leaves):
+        return "failed", "property_violation" if given and not explicit else "wrong_answer"
+    return "failed", "runtime_error"
+
+
+def _failed_on_explicit_example(exc: BaseException) -> bool:
+    if any(_is_timeout(leaf) for leaf in _leaf_exceptions(exc)):
+        return False  # the time is spent; searching on would only hit the limit again
+    return parse_example("\n".join(_notes(exc)))[1]
+
+
+def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | None:
+    """Run a Hypothesis test again with its explicit examples left out (Hypothesis stops at a
+    failing one, never generating or shrinking): the generated, shrunk failing input, or None.
+
+    Same settings otherwise (the pgs profile: derandomised, no database), so two runs agree.
+    """
+    try:
+        from hypothesis import Phase, settings
+    except ImportError:
+        return None
+    function = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    parent = getattr(function, "_hypothesis_internal_use_settings", None)
+    if function is None or parent is None or _inner_function(item) is None:
+        return None
+    left_out = (Phase.explicit, Phase.reuse)
+    phases = [phase for phase in parent.phases if phase not in left_out]
+    if Phase.generate not in phases:
+        return None
+    printed = io.StringIO()
+    function._hypothesis_internal_use_settings = settings(parent, phases=phases)
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            item.runtest()
+        return None  # every generated input passes: only the explicit example fails
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the test's failure, a skip, or the time limit
+        return _failing_input(item, exc, printed.getvalue(), root)
+    finally:
+        function._hypothesis_internal_use_settings = parent
+
+
+def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dict[str, Any] | None:
+    leaves = _leaf_exceptions(exc)
+    if any(isinstance(leaf, pytest.skip.Exception) or _hit_time_limit(leaf) for leaf in leaves):
+        return None  # skipped, or the time limit cut the search: nothing shrunk to show
+    example, explicit = parse_example("\n".join(_notes(exc)) + "\n" + printed)
+    if example is None or explicit:
+        return None  # not a failing input (a health check, an unsatisfiable strategy...)
+    _, category = _classify(leaves, True, False)
+    found: dict[str, Any] = dict.fromkeys(_INPUT_FIELDS)
+    found.update(example=example, explicit=False, category=category)
+    assert exc.__traceback__ is not None  # it was raised
+    info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
+    leaf = leaves[0]
+    if isinstance(leaf, AssertionError) and category != "timeout":
+        found["returned"] = _assertion_message(str(leaf) or "assertion failed")
+    else:
+        message = str(leaf).strip().splitlines()
+        found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
+    found["trace"] = _trace(info, root)
+    return found
 
 
 class PgsReporter:
@@ -296,6 +384,8 @@ class PgsReporter:
         self.results: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
         self.alarms: dict[str, _Alarm] = {}
+        #: node id → the failing input found by generating without the explicit examples.
+        self.generated: dict[str, dict[str, Any]] = {}
         self.output_chars = int(_env_number("PGS_OUTPUT_CHARS", 4000))
         self.started = time.monotonic()
 
@@ -306,7 +396,13 @@ class PgsReporter:
         alarm = _Alarm(item, _env_number("PGS_TEST_TIMEOUT", 20))
         self.alarms[item.nodeid] = alarm
         with alarm:
-            yield
+            outcome = yield
+            excinfo = outcome.excinfo
+            if excinfo is not None and _failed_on_explicit_example(excinfo[1]):
+                # Within the same time limit: what the explicit example left of it.
+                found = _search_without_explicit_examples(item, self.root)
+                if found is not None:
+                    self.generated[item.nodeid] = found
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
@@ -377,18 +473,16 @@ class PgsReporter:
         sections = "\n".join(content for _, content in report.sections)
         example, explicit = parse_example(f"{text}\n{sections}\n{report.longreprtext}")
         alarm = self.alarms.get(item.nodeid)
-        if any(_is_timeout(leaf) for leaf in leaves):
-            outcome, category = "timeout", "timeout"
-            if example is None and alarm is not None:
-                example = alarm.example
-        elif leaves and all(isinstance(leaf, AssertionError) for leaf in leaves):
-            outcome = "failed"
-            given = _inner_function(item) is not None
-            category = "property_violation" if given and not explicit else "wrong_answer"
-        else:
-            outcome, category = "failed", "runtime_error"
+        outcome, category = _classify(leaves, _inner_function(item) is not None, explicit)
+        if category == "timeout" and example is None and alarm is not None:
+            example = alarm.example
         result.update(outcome=outcome, category=category, example=example, explicit=explicit)
         self._describe(call, report, result)
+        inputs = [{key: result.get(key) for key in _INPUT_FIELDS}]
+        generated = self.generated.pop(item.nodeid, None)
+        if generated is not None and generated["example"] != example:
+            inputs.append(generated)
+        result["examples"] = inputs
 
     def _describe(self, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
