@@ -4,14 +4,21 @@ Three steps, one function each:
 
 - :func:`get_counter` — how tokens are counted: the model's own tokenizer when it can be had
   (tiktoken for OpenAI names, a vLLM server's ``/tokenize``), else :class:`SimpleCounter`.
-- :func:`select_failure` — which failure to show. The first category of
-  :data:`agent.report.PRIORITY` with a failure wins (property violation, wrong answer, runtime
-  error, timeout). ``property-min`` then picks the failure whose *input* has the fewest tokens
-  (the paper's Table 1: the minimal token count is the best proxy); ``property`` the first one
-  (an arbitrary failing example, Table 7's "no minimisation" row); ``io`` the first failing test
-  whatever its category (Self-Edit's plain execution feedback).
+- :func:`select_failure` — which failure to show. Property modes choose among every failing
+  INPUT of every failed test (:meth:`agent.report.TestResult.failing_inputs`: a property whose
+  explicit ``@example`` fails holds its generated, shrunk counterexample too). A repository
+  test broken by the patch comes first (ground truth outranks a property: soundness before
+  priority), then the first category of :data:`agent.report.PRIORITY` with a failure
+  (property violation, wrong answer, runtime error, timeout). ``property-min`` then picks the
+  input with the fewest tokens (the paper's Table 1: the minimal token count is the best
+  proxy); ``property`` the first one (an arbitrary failing example, Table 7's "no
+  minimisation" row); ``io`` the first failing test whatever its category (Self-Edit's plain
+  execution feedback). :class:`Selection` records the test, the input chosen and why.
 - :func:`render_feedback` — the message for the Generator, from a jinja2 template
-  (:data:`PROPERTY_TEMPLATE`, :data:`IO_TEMPLATE`; a caller may pass its own).
+  (:data:`PROPERTY_TEMPLATE`, :data:`IO_TEMPLATE`; a caller may pass its own): the rule, the
+  test's node id, the input in full, what the code returned or raised, a few lines of trace,
+  the issue's own example in one line when it fails too, and the command that reruns the test
+  alone when the caller gives one.
 
 The token-count rule of :class:`SimpleCounter`, the documented fallback: the number of matches
 of the regular expression ``\\w+|[^\\w\\s]`` — a run of letters, digits and underscores (an
@@ -35,12 +42,13 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.models import OPENAI_DEFAULT_BASE_URL, ModelConfig
-from agent.report import PRIORITY, Category, CheckReport, TestResult
+from agent.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 
 __all__ = [
     "IO_TEMPLATE",
     "MAX_FIELD_CHARS",
     "MAX_IO_CHARS",
+    "MAX_ISSUE_EXAMPLE_CHARS",
     "MAX_TRACE_LINES",
     "PROPERTY_TEMPLATE",
     "FeedbackMode",
@@ -69,6 +77,8 @@ MAX_TRACE_LINES = 10
 MAX_FIELD_CHARS = 2000
 #: Characters kept of the raw pytest output in io feedback; only a runaway output is cut.
 MAX_IO_CHARS = 20_000
+#: Characters kept of the issue's own example when it is shown beside the chosen input.
+MAX_ISSUE_EXAMPLE_CHARS = 300
 
 
 # --------------------------------------------------------------------------- token counting
@@ -257,13 +267,21 @@ class Selection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     result: TestResult
+    chosen: FailingInput = Field(
+        description="the failing input chosen: one of the result's failing inputs"
+    )
     category: Category
     mode: FeedbackMode
     input: str = Field(description="the failing input as counted: the example's arguments")
     tokens: int = Field(description="tokens of `input`, by `counter`")
     counter: str = Field(description="the token counter's name, e.g. simple or tiktoken:o200k")
-    candidates: int = Field(description="failures the choice was made among")
+    candidates: int = Field(description="failing inputs (io: failing tests) chosen among")
     why: str
+    issue_example: str | None = Field(
+        None,
+        description="the arguments of a failing explicit @example (the issue's own) when it is "
+        "not the chosen input",
+    )
 
 
 _LABELS: dict[Category, tuple[str, str]] = {
@@ -273,19 +291,13 @@ _LABELS: dict[Category, tuple[str, str]] = {
     "timeout": ("timeout", "timeouts"),
     "pass": ("pass", "passes"),
 }
+_REGRESSION_LABELS = ("repository test broken by the patch", "repository tests broken by the patch")
 _CALL = re.compile(r"^[\w.]+\((.*)\)$", re.DOTALL)
 _FALSIFYING = re.compile(r"^Falsifying (explicit )?example:\s*")
 
 
-def failure_input(result: TestResult) -> str:
-    """The input a failure is measured (and shown) by.
-
-    The arguments of the falsifying example, ``test_f(xs=[0, 0])`` → ``xs=[0, 0]`` (Hypothesis'
-    multi-line form too); for a test without an example, its node id.
-    """
-    if not result.example:
-        return result.nodeid
-    text = _FALSIFYING.sub("", result.example.strip())
+def _arguments(example: str) -> str:
+    text = _FALSIFYING.sub("", example.strip())
     match = _CALL.match(text)
     if match is None:
         return text
@@ -293,8 +305,29 @@ def failure_input(result: TestResult) -> str:
     return " ".join(line for line in lines if line).rstrip(",").strip()
 
 
-def _plural(category: Category, n: int) -> str:
-    one, many = _LABELS[category]
+def failure_input(result: TestResult, chosen: FailingInput | None = None) -> str:
+    """The input a failure is measured (and shown) by.
+
+    The arguments of the falsifying example, ``test_f(xs=[0, 0])`` → ``xs=[0, 0]`` (Hypothesis'
+    multi-line form too): of ``chosen`` when given (one of the result's failing inputs), else
+    of the result's own example; for a test without an example, its node id.
+    """
+    example = chosen.example if chosen is not None else result.example
+    return _arguments(example) if example else result.nodeid
+
+
+def _rank(result: TestResult, failing: FailingInput) -> int:
+    """0 for a repository test broken by the patch (ground truth outranks a property), then
+    the place of the input's category in :data:`PRIORITY`."""
+    if result.regressed:
+        return 0
+    if failing.category in PRIORITY:
+        return 1 + PRIORITY.index(failing.category)
+    return 1 + len(PRIORITY)
+
+
+def _plural(category: Category, n: int, regressed: bool = False) -> str:
+    one, many = _REGRESSION_LABELS if regressed else _LABELS[category]
     return f"{n} {one if n == 1 else many}"
 
 
@@ -317,6 +350,11 @@ def select_failure(
 ) -> Selection | None:
     """The failure to feed back, or None when nothing failed.
 
+    Property modes choose among every failing INPUT of every failed test (a property whose
+    explicit ``@example`` fails also holds its generated, shrunk counterexample): first by rank
+    (a repository test broken by the patch, then :data:`~agent.report.PRIORITY`), then
+    ``property-min`` by the fewest tokens of input, ``property`` by report order.
+
     When the counter fails part-way (a tokenize server went away), every candidate is counted
     again with :class:`SimpleCounter` so that the counts compared are of one kind.
     """
@@ -336,59 +374,71 @@ def select_failure(
 def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounter) -> Selection:
     if mode == "io":
         chosen = failures[0]
-        text = failure_input(chosen)
-        tokens = counter.count(text)
+        failing = chosen.failing_inputs()[0]
+        text = failure_input(chosen, failing)
         why = f"{len(failures)} failing tests; chose the first in report order (io feedback)"
         return Selection(
             result=chosen,
+            chosen=failing,
             category=chosen.category,
             mode=mode,
             input=text,
-            tokens=tokens,
+            tokens=counter.count(text),
             counter=counter.name,
             candidates=len(failures),
             why=why,
         )
-    present = {r.category for r in failures}
-    category = next((c for c in PRIORITY if c in present), failures[0].category)
-    pool = [r for r in failures if r.category == category]
-    inputs = [failure_input(r) for r in pool]
+    if mode not in ("property", "property-min"):
+        raise ValueError(f"unknown feedback mode {mode!r}: use io, property or property-min")
+    every = [(r, f) for r in failures for f in r.failing_inputs()]
+    top = min(_rank(r, f) for r, f in every)
+    pool = [(r, f) for r, f in every if _rank(r, f) == top]
+    inputs = [failure_input(r, f) for r, f in pool]
     if mode == "property-min":
         counts = [counter.count(text) for text in inputs]
         best = min(
             range(len(pool)),
-            key=lambda i: (counts[i], len(inputs[i]), pool[i].nodeid, i),
+            key=lambda i: (counts[i], len(inputs[i]), pool[i][0].nodeid, i),
         )
         how = f"chose the one whose input has {counts[best]} tokens ({counter.name} counter)"
         tokens = counts[best]
-    elif mode == "property":
+    else:
         best = 0
         tokens = counter.count(inputs[0])
         how = f"chose the first in report order (input has {tokens} tokens, {counter.name} counter)"
-    else:
-        raise ValueError(f"unknown feedback mode {mode!r}: use io, property or property-min")
+    result, failing = pool[best]
+    issue = next(
+        (failure_input(r, f) for r, f in every if f.explicit and f.example and f != failing),
+        None,
+    )
     return Selection(
-        result=pool[best],
-        category=category,
+        result=result,
+        chosen=failing,
+        category=failing.category,
         mode=mode,
         input=inputs[best],
         tokens=tokens,
         counter=counter.name,
         candidates=len(pool),
-        why=f"{_plural(category, len(pool))}; {how}",
+        why=f"{_plural(failing.category, len(pool), top == 0)}; {how}",
+        issue_example=None if issue == inputs[best] else issue,
     )
 
 
 # --------------------------------------------------------------------------- rendering
 
-#: Property feedback (modes property and property-min): one failure, the Appendix A.1 strategy
-#: of its category. Variables: round, rounds, category, label, nodeid, rule, input, has_example,
-#: has_rule, explicit, kind, returned, exception, trace_lines, duration.
+#: Property feedback (modes property and property-min): one failing input, the Appendix A.1
+#: strategy of its category. Variables: round, rounds, category, label, nodeid, rule, input,
+#: has_example, has_rule, explicit, kind, regressed, returned, exception, trace_lines,
+#: duration, issue_example, rerun.
 PROPERTY_TEMPLATE = """\
 Round {{ round }} of {{ rounds }}. \
 {% if category == "property_violation" %}Property violated: {{ rule }}
 {% elif has_rule %}{{ label|capitalize }}. Rule: {{ rule }}
-{% else %}{{ label|capitalize }} in {{ nodeid }}
+{% else %}{{ label|capitalize }}.
+{% endif %}
+{% if not nodeid.startswith("<") %}
+Test: {{ nodeid }}
 {% endif %}
 {% if has_example %}
 Input{% if explicit %} (from the issue){% endif %}: {{ input }}
@@ -405,11 +455,14 @@ Trace:
   {{ line }}
 {% endfor %}
 {% endif %}
+{% if issue_example %}
+The issue's own example also fails: {{ issue_example }}
+{% endif %}
 {% set subject = "this input" if has_example else "this test" %}
-{% if category == "property_violation" %}
-Make the rule hold for every valid input, not only {{ subject }}.
-{% elif category == "wrong_answer" and kind != "issue" %}
+{% if regressed or (category == "wrong_answer" and kind != "issue") %}
 This passed before your change and fails now: keep that behaviour while fixing the issue.
+{% elif category == "property_violation" %}
+Make the rule hold for every valid input, not only {{ subject }}.
 {% elif category == "wrong_answer" %}
 This is not the result the issue expects: fix the logic.
 {% elif category == "runtime_error" %}
@@ -418,13 +471,19 @@ Your code crashed on {{ subject }}: fix the faulty assumption.
 Too slow on {{ subject }}{% if duration %} (stopped after {{ "%.1f"|format(duration) }} s)\
 {% endif %}: use a faster algorithm.
 {% endif %}
+{% if rerun %}
+Rerun it alone: {{ rerun }}
+{% endif %}
 Change the code, not the tests, then submit again.
 """
 
-#: io feedback (Self-Edit): the raw pytest output of the first failing test, one header line.
+#: io feedback (Self-Edit's execution feedback): the first failing test, its raw pytest output
+#: (input, expected and actual as pytest shows them), and Self-Edit's instruction.
+#: Variables: round, rounds, nodeid, output, category.
 IO_TEMPLATE = """\
 Round {{ round }} of {{ rounds }}: {{ nodeid }} failed. Its pytest output:
 {{ output }}
+Rewrite the code so that this test passes.
 """
 
 _ENV = jinja2.Environment(
@@ -460,15 +519,15 @@ def _is_test_path(path: str) -> bool:
     return path.startswith(".pgs/") or name.startswith("test_") or name.endswith("_test.py")
 
 
-def _trace_lines(result: TestResult) -> list[str]:
+def _trace_lines(failing: FailingInput) -> list[str]:
     """At most 10 lines; none when the trace only shows the test's own failing assertion
     (the message already holds it), so the lines left point into the code under test."""
-    if not result.trace:
+    if not failing.trace:
         return []
-    lines = [line.rstrip() for line in result.trace.strip().splitlines() if line.strip()]
+    lines = [line.rstrip() for line in failing.trace.strip().splitlines() if line.strip()]
     frames = [m.group(1) for line in lines if (m := _FRAME.match(line.strip()))]
     if (
-        result.category in ("property_violation", "wrong_answer")
+        failing.category in ("property_violation", "wrong_answer")
         and frames
         and all(_is_test_path(f) for f in frames)
     ):
@@ -476,11 +535,12 @@ def _trace_lines(result: TestResult) -> list[str]:
     return [_clip(line, 200) or "" for line in lines[-MAX_TRACE_LINES:]]
 
 
-def _returned(result: TestResult) -> str | None:
-    """pytest's assertion message without its hints and blank lines."""
-    if not result.returned:
+def _returned(failing: FailingInput) -> str | None:
+    """The assertion message whole (the test's own ``returned ..., expected ...`` first, then
+    pytest's explanation) without pytest's hints and blank lines."""
+    if not failing.returned:
         return None
-    lines = [ln.rstrip() for ln in result.returned.splitlines() if not _PYTEST_NOISE.match(ln)]
+    lines = [ln.rstrip() for ln in failing.returned.splitlines() if not _PYTEST_NOISE.match(ln)]
     return _clip("\n".join(lines))
 
 
@@ -490,9 +550,15 @@ def render_feedback(
     round: int,
     rounds: int,
     template: str | None = None,
+    rerun: str | None = None,
 ) -> str:
     """The feedback message for round ``round`` of ``rounds`` (plain text, no trailing space).
 
+    Property modes: the rule, the test's node id, the chosen input in full, what the code
+    returned or raised, a few lines of trace, the issue's own example in one line when it fails
+    too and is another input, and ``rerun`` (the command that reruns the test alone) when
+    given. io: Self-Edit's execution feedback, the raw pytest output of the first failing test
+    (``rerun`` is not shown: the baseline gets the execution result only).
     ``template`` replaces the default of the mode (:data:`PROPERTY_TEMPLATE` or
     :data:`IO_TEMPLATE`); it sees the same variables.
     """
@@ -513,6 +579,7 @@ def render_feedback(
         }
         source = template if template is not None else IO_TEMPLATE
     else:
+        failing = selection.chosen
         variables = {
             "round": round,
             "rounds": rounds,
@@ -522,13 +589,16 @@ def render_feedback(
             "rule": _rule_in_words(result),
             "has_rule": bool(result.rule),
             "input": _clip(selection.input),
-            "has_example": bool(result.example),
-            "explicit": result.explicit,
+            "has_example": bool(failing.example),
+            "explicit": failing.explicit,
             "kind": result.kind,
-            "returned": _returned(result),
-            "exception": _clip(result.exception),
-            "trace_lines": _trace_lines(result),
+            "regressed": result.regressed,
+            "returned": _returned(failing),
+            "exception": _clip(failing.exception),
+            "trace_lines": _trace_lines(failing),
             "duration": result.duration,
+            "issue_example": _clip(selection.issue_example, MAX_ISSUE_EXAMPLE_CHARS),
+            "rerun": rerun,
         }
         source = template if template is not None else PROPERTY_TEMPLATE
     text = _ENV.from_string(source).render(**variables)
