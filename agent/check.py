@@ -19,6 +19,7 @@ import json
 import posixpath
 import re
 import shlex
+import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -63,6 +64,13 @@ class CheckSettings(BaseModel):
         None,
         description="a shell command that runs the repository's tests instead of the test "
         "files that import the changed modules (non-zero exit: failure)",
+    )
+    budget: float = Field(
+        300.0,
+        ge=0,
+        description="seconds the related test files may take on the original code; those that "
+        "do not fit (the least related) are left out of the check, and its report says which "
+        "(0: no budget)",
     )
 
 
@@ -335,38 +343,157 @@ def imported_modules(source: str, path: str) -> set[str]:
     return found
 
 
+def statement_imports(statements: str, path: str) -> set[str]:
+    """:func:`imported_modules` of the text :func:`import_statements` gives: one statement
+    that does not parse (Python 2, a stray continuation) spoils only itself."""
+    try:
+        ast.parse(statements)
+    except (SyntaxError, ValueError):
+        found: set[str] = set()
+        for match in re.finditer(IMPORT_STATEMENT, statements, re.MULTILINE):
+            found |= imported_modules(match.group(0).strip(), path)
+        return found
+    return imported_modules(statements, path)
+
+
 def _imports_by_regex(source: str) -> set[str]:
     found: set[str] = set()
-    for match in re.finditer(r"^\s*from\s+([\w.]+)\s+import\s+([\w, ]+)", source, re.MULTILINE):
+    pattern = r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w, \\\n]+)"
+    for match in re.finditer(pattern, source, re.MULTILINE):
         found.add(match[1])
-        found.update(f"{match[1]}.{n.strip()}" for n in match[2].split(",") if n.strip())
+        names = (n.strip(" \\\n") for n in match[2].split(","))
+        found.update(f"{match[1]}.{n}" for n in names if n)
     for match in re.finditer(r"^\s*import\s+([\w., ]+)", source, re.MULTILINE):
         found.update(n.split(" as ")[0].strip() for n in match[1].split(",") if n.strip())
     return found
 
 
+#: Folder names that hold tests rather than code (left out when comparing locations).
+TEST_DIRS = {"tests", "test", "testing"}
+#: Folder names that hold the packages (left out when comparing locations).
+SOURCE_DIRS = {"src", "lib"}
+#: pathspecs of test files, for git grep and git ls-files.
+TEST_PATHSPECS = (":(glob)**/test_*.py", ":(glob)**/*_test.py")
+#: An import statement as written: ``from a.b import (x,\n y)``, ``import a, b``, with ``\``
+#: continuations. Only these lines are parsed: parsing whole test files (sympy's are thousands
+#: of lines) took 4 s of the 6 s that finding sympy's related tests took.
+IMPORT_STATEMENT = (
+    r"^[ \t]*(?:from[ \t]+[.\w]+[ \t]+import[ \t]*(?:\([^)]*\)|(?:[^\\\n]|\\[\s\S])*)"
+    r"|import[ \t]+(?:[^\\\n]|\\[\s\S])*)"
+)
+#: Run in the sandbox on the files named on stdin: {path: [bytes, "import statements"]}.
+_IMPORTS_SCRIPT = f"""
+import json, re, sys
+statement = re.compile({IMPORT_STATEMENT!r}, re.M)
+out = {{}}
+for path in sys.stdin.read().splitlines():
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        continue
+    out[path] = [len(text), "\\n".join(m.group(0).strip() for m in statement.finditer(text))]
+print(json.dumps(out))
+"""
+
+
+def import_statements(source: str) -> str:
+    """The import statements of ``source``, one after another (what :func:`imported_modules`
+    needs, without parsing the rest of a long file)."""
+    found = re.finditer(IMPORT_STATEMENT, source, re.MULTILINE)
+    return "\n".join(m.group(0).strip() for m in found)
+
+
+def _folders(path: str, leave_out: set[str]) -> list[str]:
+    return [p for p in posixpath.dirname(path).split("/") if p and p not in leave_out]
+
+
+def _own_test_names(path: str) -> set[str]:
+    """``pkg/mod.py`` -> test_mod.py, mod_test.py (a package's ``__init__``: its folder's name)."""
+    stem = posixpath.basename(path)[: -len(".py")]
+    if stem == "__init__":
+        stem = posixpath.basename(posixpath.dirname(path))
+    return {f"test_{stem}.py", f"{stem}_test.py"} if stem else set()
+
+
+def _is_own_test(test: str, module: str) -> bool:
+    """``test`` is named after ``module`` and sits where its tests go: under the module's own
+    folders, or a tests folder mirroring them (tests/_core/test_scales.py for
+    seaborn/_core/scales.py, sympy/core/tests/test_numbers.py for sympy/core/numbers.py)."""
+    if posixpath.basename(test) not in _own_test_names(module):
+        return False
+    return set(_folders(test, TEST_DIRS)) <= set(_folders(module, SOURCE_DIRS))
+
+
+def _nearness(test: str, modules: Sequence[str]) -> int:
+    """How many folder names ``test`` shares with the nearest changed module."""
+    where = set(_folders(test, TEST_DIRS))
+    return max((len(where & set(_folders(m, SOURCE_DIRS))) for m in modules), default=0)
+
+
+def _test_imports(sandbox: Sandbox, words: Sequence[str]) -> dict[str, tuple[int, str]]:
+    """Test files that mention one of ``words``: their size and their import statements.
+
+    One command in the sandbox (git grep, then a short Python script); where the sandbox has no
+    ``python3``, the files are read one by one."""
+    specs = " ".join(shlex.quote(s) for s in TEST_PATHSPECS)
+    grep = "git grep -l -I -w -F --untracked " + " ".join(f"-e {shlex.quote(w)}" for w in words)
+    grep += f" -- {specs}"
+    done = sandbox.run(f"{grep} | python3 -c {shlex.quote(_IMPORTS_SCRIPT)}")
+    try:
+        data = json.loads(done.output.strip().splitlines()[-1]) if done.ok else None
+    except (json.JSONDecodeError, IndexError):
+        data = None
+    if isinstance(data, dict):
+        return {str(p): (int(v[0]), str(v[1])) for p, v in data.items()}
+    found: dict[str, tuple[int, str]] = {}
+    for path in sandbox.run(grep).output.splitlines():
+        try:
+            source = sandbox.read_file(path).decode("utf-8", "replace")
+        except FileNotFoundError:
+            continue
+        found[path] = (len(source), import_statements(source))
+    return found
+
+
 def related_tests(sandbox: Sandbox, changed_files: list[str]) -> list[str]:
-    """Repository test files (``test_*.py``, ``*_test.py``; not the scratch folder) that import
-    a module the patch changed, plus changed test files themselves; sorted."""
-    modules: set[str] = set()
-    for path in changed_files:
-        if path.endswith(".py"):
-            modules |= module_names(path)
-    related = {p for p in changed_files if is_test_file(p)}
-    if modules:
-        words = sorted({m.rsplit(".", 1)[-1] for m in modules})
-        grep = "git grep -l -I -w -F --untracked " + " ".join(f"-e {shlex.quote(w)}" for w in words)
-        done = sandbox.run(f"{grep} -- '*.py'")
-        for path in done.output.splitlines():
-            if not is_test_file(path):
-                continue
-            try:
-                source = sandbox.read_file(path).decode("utf-8", "replace")
-            except FileNotFoundError:
-                continue
-            if imported_modules(source, path) & modules:
-                related.add(path)
-    return sorted(related)
+    """Repository test files (``test_*.py``, ``*_test.py``; not the scratch folder) related to
+    the changed files, most related first:
+
+    1. test files the patch changes, and the changed modules' own test files (named after the
+       module, where its tests go: see :func:`_is_own_test`);
+    2. test files that import a changed module (by its dotted name, or ``from pkg import mod``),
+       those sharing the most folder names with a changed module first, then the smallest.
+
+    A time budget runs them in this order (:class:`Baseline`), so what it leaves out is the
+    least related."""
+    modules = [p for p in changed_files if p.endswith(".py") and not is_test_file(p)]
+    names: set[str] = set()
+    for path in modules:
+        names |= module_names(path)
+    first = [p for p in changed_files if is_test_file(p)]
+    importers: dict[str, int] = {}
+    if names:
+        words = sorted({m.rsplit(".", 1)[-1] for m in names})
+        for path, (size, imports) in _test_imports(sandbox, words).items():
+            if is_test_file(path) and statement_imports(imports, path) & names:
+                importers[path] = size
+    own = set(_own_tests(sandbox, modules))
+    first += sorted(own - set(first))
+    rest = sorted(
+        (p for p in importers if p not in first),
+        key=lambda p: (-_nearness(p, modules), importers[p], p),
+    )
+    return [*first, *rest]
+
+
+def _own_tests(sandbox: Sandbox, modules: Sequence[str]) -> list[str]:
+    wanted = {n for m in modules for n in _own_test_names(m)}
+    if not wanted:
+        return []
+    specs = " ".join(shlex.quote(f":(glob)**/{n}") for n in sorted(wanted))
+    listed = sandbox.run(f"git ls-files -co --exclude-standard -- {specs}").output.splitlines()
+    return [p for p in listed if is_test_file(p) and any(_is_own_test(p, m) for m in modules)]
 
 
 # -- the original code's results, and what a candidate broke ----------------------------------
@@ -401,14 +528,114 @@ def original_code(sandbox: Sandbox, commit: str) -> Iterator[None]:
         sandbox.run(f"rm -f {shlex.quote(saved)}")
 
 
+#: The note of a baseline result standing for a test file a time budget left out.
+CUT_NOTE = "left out by the time budget: "
+
+
 class _Entry(BaseModel):
     results: list[TestResult] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
+    #: The file's share of its run's wall time on the original code.
+    seconds: float = 0.0
+    #: Why a time budget left the file out (None: it ran), and that budget.
+    cut: str | None = None
+    budget: float = 0.0
+
+
+def _cut_marker(target: str, reason: str) -> TestResult:
+    return TestResult(
+        nodeid=target, outcome="skipped", category="pass", note=CUT_NOTE + reason, duration=0.0
+    )
+
+
+def cut_targets(baseline: CheckReport | None) -> dict[str, str]:
+    """The targets a baseline left out for the time budget, with the reason for each."""
+    if baseline is None:
+        return {}
+    return {
+        r.nodeid: r.note[len(CUT_NOTE) :]
+        for r in baseline.results
+        if r.note and r.note.startswith(CUT_NOTE)
+    }
+
+
+def describe_cut(cut: dict[str, str], total: int, budget: float) -> str | None:
+    """One sentence naming every test file left out and why, e.g. ``budget 120 s: 2 of 9
+    related test files not run: not started, the budget was used: a.py, b.py``."""
+    if not cut:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for target, reason in cut.items():
+        by_reason.setdefault(reason, []).append(target)
+    why = "; ".join(f"{reason}: {', '.join(files)}" for reason, files in by_reason.items())
+    return f"budget {budget:g} s: {len(cut)} of {total} related test files not run: {why}"
+
+
+def _file(target: str) -> str:
+    return target.split("::", 1)[0]
+
+
+def _sizes(sandbox: Sandbox, targets: Sequence[str]) -> dict[str, int]:
+    """Bytes of each target's file that exists (a folder counts 0); absent files are left out."""
+    files = sorted({_file(t) for t in targets})
+    script = (
+        'for f in "$@"; do [ -e "$f" ] && printf \'%s\\t%s\\n\' '
+        '"$(cat -- "$f" 2>/dev/null | wc -c)" "$f"; done; true'
+    )
+    quoted = " ".join(shlex.quote(f) for f in files)
+    done = sandbox.run(f"bash -c {shlex.quote(script)} sizes {quoted}")
+    sizes: dict[str, int] = {}
+    for line in done.output.splitlines():
+        size, _, path = line.partition("\t")
+        if path and size.strip().isdigit():
+            sizes[path] = int(size.strip())
+    return {t: sizes[_file(t)] for t in targets if _file(t) in sizes}
+
+
+def _whole_run_timed_out(report: CheckReport, targets: Sequence[str]) -> bool:
+    return [(r.nodeid, r.outcome) for r in report.results] == [(" ".join(targets), "timeout")]
+
+
+def _next_batch(
+    queue: Sequence[str], sizes: dict[str, int], rate: float | None, left: float
+) -> list[str]:
+    """The next files to run on the original code: all without a budget; else the first alone
+    (to learn seconds per byte), then as many as should take half the time left, at least one
+    (so a run that does not finish loses little)."""
+    if left == float("inf"):
+        return list(queue)
+    if rate is None:
+        return list(queue[:1])
+    batch, estimate = [queue[0]], rate * sizes[queue[0]]
+    for target in queue[1:]:
+        estimate += rate * sizes[target]
+        if estimate > left / 2:
+            break
+        batch.append(target)
+    return batch
+
+
+def _shares(
+    targets: Sequence[str], report: CheckReport, took: float, sizes: dict[str, int]
+) -> dict[str, float]:
+    """Each target's share of a run's wall time: its tests' durations, plus the rest of the
+    run (start-up, collection) in proportion to its size."""
+    own = {t: sum(r.duration for r in report.results if _belongs_to(r.nodeid, t)) for t in targets}
+    rest = max(0.0, took - sum(own.values()))
+    total = sum(sizes.get(t, 0) for t in targets) or len(targets)
+    return {t: own[t] + rest * (sizes.get(t, 0) or (total / len(targets))) / total for t in targets}
 
 
 class Baseline:
     """Results of repository tests on the original code, per (commit, target), so the original
-    runs once per commit and target: in memory, and in ``path`` (JSON) when given."""
+    runs once per commit and target: in memory, and in ``path`` (JSON) when given.
+
+    With a time budget (``CheckSettings.budget``) the targets run in the order given (most
+    related first, see :func:`related_tests`) until the budget is used; each one left out is
+    remembered with the reason, and shows in the report as a skipped result whose note starts
+    with :data:`CUT_NOTE`. :func:`check_candidate` leaves the same ones out, so a cut never
+    makes a test look newly failing. A cut is tried again only under a larger budget (or none).
+    """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
@@ -426,21 +653,46 @@ class Baseline:
             return [f"test_cmd: {settings.test_cmd}"]
         return list(targets)
 
+    @staticmethod
+    def _usable(entry: _Entry | None, settings: CheckSettings | None) -> bool:
+        if entry is None:
+            return False
+        if entry.cut is None or settings is None:
+            return True
+        return 0 < settings.budget <= entry.budget  # a larger budget (or none) tries again
+
     def get(
         self, commit: str, targets: Sequence[str], *, settings: CheckSettings | None = None
     ) -> CheckReport | None:
-        """The cached report for ``targets`` at ``commit``, or None if any target is missing."""
+        """The cached report for ``targets`` at ``commit``, or None if any target is missing
+        (or was left out by a smaller budget than ``settings``')."""
         by_target = self._cache.get(commit, {})
         keys = self._targets(targets, settings)
-        if any(t not in by_target for t in keys):
+        if not all(self._usable(by_target.get(t), settings) for t in keys):
             return None
         report = CheckReport()
+        cut: dict[str, str] = {}
         for target in keys:
-            report.results.extend(by_target[target].results)
-            report.errors.extend(by_target[target].errors)
+            entry = by_target[target]
+            if entry.cut is not None:
+                report.results.append(_cut_marker(target, entry.cut))
+                cut[target] = entry.cut
+                continue
+            report.results.extend(entry.results)
+            report.errors.extend(entry.errors)
+            report.duration += entry.seconds
+        budget = max((by_target[t].budget for t in cut), default=0.0)
+        report.cut = describe_cut(cut, len(keys), budget)
         return report
 
-    def put(self, commit: str, targets: Sequence[str], report: CheckReport) -> None:
+    def put(
+        self,
+        commit: str,
+        targets: Sequence[str],
+        report: CheckReport,
+        *,
+        seconds: dict[str, float] | None = None,
+    ) -> None:
         """Store a run of ``targets``: each result (and error) under the target it belongs to."""
         by_target = self._cache.setdefault(commit, {})
         for target in targets:
@@ -450,14 +702,25 @@ class Baseline:
             )
             if len(targets) == 1:  # everything belongs to the only target (a timeout, a crash)
                 entry = _Entry(results=list(report.results), errors=list(report.errors))
+            entry.seconds = (seconds or {}).get(target, 0.0)
             by_target[target] = entry
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            data = {
-                c: {t: e.model_dump(mode="json") for t, e in by_t.items()}
-                for c, by_t in self._cache.items()
-            }
-            self.path.write_text(json.dumps(data, indent=1))
+        self._save()
+
+    def _cut(self, commit: str, targets: Sequence[str], reason: str, budget: float) -> None:
+        by_target = self._cache.setdefault(commit, {})
+        for target in targets:
+            by_target[target] = _Entry(cut=reason, budget=budget)
+        self._save()
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            c: {t: e.model_dump(mode="json") for t, e in by_t.items()}
+            for c, by_t in self._cache.items()
+        }
+        self.path.write_text(json.dumps(data, indent=1))
 
     def ensure(
         self, sandbox: Sandbox, commit: str, targets: Sequence[str], *, settings: CheckSettings
@@ -465,16 +728,59 @@ class Baseline:
         """The original code's report for ``targets``, running only the targets not cached.
 
         The sandbox may hold a candidate: its changes are taken out for the run and put back.
+        A target whose file the original code does not have (a test file the candidate adds)
+        gets an empty entry: the candidate's run of it has nothing to be compared with.
         """
         keys = self._targets(targets, settings)
-        missing = [t for t in keys if t not in self._cache.get(commit, {})]
+        by_target = self._cache.setdefault(commit, {})
+        missing = [t for t in keys if not self._usable(by_target.get(t), settings)]
         if missing:
             with original_code(sandbox, commit):
-                report = run_repo_tests(sandbox, missing, settings=settings)
-            self.put(commit, missing, report)
-        cached = self.get(commit, keys)
+                if settings.test_cmd:
+                    self.put(commit, missing, run_test_cmd(sandbox, settings=settings))
+                else:
+                    used = sum(by_target[t].seconds for t in keys if t not in missing)
+                    self._run(sandbox, commit, missing, settings, used)
+        cached = self.get(commit, keys, settings=settings)
         assert cached is not None
         return cached
+
+    def _run(
+        self,
+        sandbox: Sandbox,
+        commit: str,
+        targets: Sequence[str],
+        settings: CheckSettings,
+        used: float,
+    ) -> None:
+        """Run ``targets`` on the original code in batches while the budget lasts."""
+        budget = settings.budget
+        left = budget - used if budget else float("inf")
+        sizes = _sizes(sandbox, targets)
+        for target in targets:
+            if target not in sizes:
+                self.put(commit, [target], CheckReport())
+        queue = [t for t in targets if t in sizes]
+        rate: float | None = None
+        ran_bytes, ran_seconds = 0, 0.0
+        while queue:
+            if left <= 0:
+                self._cut(commit, queue, "not started, the budget was used", budget)
+                return
+            batch = _next_batch(queue, sizes, rate, left)
+            queue = queue[len(batch) :]
+            timeout = min(settings.run_timeout, left)
+            started = time.monotonic()
+            report = run_pytest(sandbox, batch, settings=settings, timeout=timeout)
+            took = time.monotonic() - started
+            left -= took
+            if budget and _whole_run_timed_out(report, batch):
+                self._cut(commit, batch, f"did not finish within {timeout:.0f} s", budget)
+                continue
+            self.put(commit, batch, report, seconds=_shares(batch, report, took, sizes))
+            ran_bytes += sum(sizes[t] for t in batch)
+            ran_seconds += took
+            rate = ran_seconds / max(ran_bytes, 1)
 
 
 def regressions(baseline: CheckReport, now: CheckReport) -> list[TestResult]:
@@ -510,6 +816,11 @@ def against_baseline(now: CheckReport, baseline: CheckReport | None) -> CheckRep
     return now.model_copy(update={"results": results, "errors": errors})
 
 
+def _stands_for(nodeid: str, target: str) -> bool:
+    """``nodeid`` is ``target`` or one of its tests (a parametrized case included)."""
+    return _belongs_to(nodeid, target) or nodeid.startswith(target + "[")
+
+
 def check_candidate(
     sandbox: Sandbox,
     *,
@@ -517,18 +828,37 @@ def check_candidate(
     repo_tests: list[str],
     baseline: CheckReport | None,
     settings: CheckSettings,
+    issue_tests: Sequence[str] = (),
 ) -> CheckReport:
-    """Run the kept properties and the related repository tests (one pytest run) against the
-    code in the sandbox; with ``settings.test_cmd``, that command instead of the tests.
+    """Run the kept properties, the issue tests and the related repository tests (one pytest
+    run) against the code in the sandbox; with ``settings.test_cmd``, that command instead of
+    the related tests.
 
-    Repository failures the ``baseline`` (the original code's report) shares are not counted.
+    ``issue_tests`` are repository tests that stand for the issue (SWE-bench's FAIL_TO_PASS):
+    they count as issue properties do (``kind`` "issue"), failing also when the original code
+    failed them. Repository failures the ``baseline`` (the original code's report) shares are
+    not counted. The related test files a time budget left out of the baseline are left out
+    here too, and the report's ``cut`` names them; properties and issue tests always run. With
+    a budget the run is stopped at twice the budget, or a minute past it if that is later.
     """
-    targets = [*properties, *([] if settings.test_cmd else repo_tests)]
-    report = run_pytest(sandbox, targets, settings=settings, timeout=settings.run_timeout)
+    left_out = cut_targets(baseline)
+    files = [] if settings.test_cmd else [t for t in repo_tests if t not in left_out]
+    issue = [n for n in issue_tests if not any(_belongs_to(n, f) for f in files)]
+    targets = [*properties, *issue, *files]
+    timeout = settings.run_timeout
+    if settings.budget:
+        timeout = min(timeout, max(2 * settings.budget, settings.budget + 60))
+    report = run_pytest(sandbox, targets, settings=settings, timeout=timeout)
+    for result in report.results:
+        if result.kind == "repo" and any(_stands_for(result.nodeid, n) for n in issue_tests):
+            result.kind = "issue"
     if settings.test_cmd:
         command = run_test_cmd(sandbox, settings=settings)
         report.results.extend(command.results)
         report.duration += command.duration
         if command.exit_code and not report.exit_code:
             report.exit_code = command.exit_code
-    return against_baseline(report, baseline)
+    report = against_baseline(report, baseline)
+    cut = {t: left_out[t] for t in repo_tests if t in left_out}
+    report.cut = describe_cut(cut, len(repo_tests), settings.budget)
+    return report

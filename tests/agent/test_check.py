@@ -21,21 +21,28 @@ from hypothesis import strategies as st
 
 from agent import pgs_pytest_plugin as plugin
 from agent.check import (
+    CUT_NOTE,
     Baseline,
     CheckSettings,
+    _next_batch,
     against_baseline,
     changed_files,
     check_candidate,
+    cut_targets,
+    describe_cut,
+    import_statements,
     imported_modules,
     module_names,
     regressions,
     related_tests,
     run_pytest,
+    statement_imports,
     validate_properties,
 )
 from agent.report import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from tests.agent.example_repos import DEDUPE, RLE, ExampleRepo
+from tests.repos import make_repo
 
 SETTINGS = CheckSettings(test_timeout=3, run_timeout=120)
 VALIDATED = [
@@ -105,6 +112,102 @@ def test_module_names_and_imports_match_by_dotted_path_or_top_level_name() -> No
     assert {"os", "pkg.mod", "pkg", "pkg.other", "tests.unit.helpers"} <= found
     assert "pkg.other" in imported_modules("from pkg import (\n  other)\n", "t.py")
     assert "pkg.mod" in imported_modules("from pkg.mod import f\nprint 'py2'\n", "test_a.py")
+
+
+def test_only_import_statements_are_parsed_and_a_bad_one_spoils_only_itself() -> None:
+    source = (
+        '"""A long test file."""\n'
+        "from pkg.core.numbers import (Float,\n    Rational)\n"
+        "from pkg.matrices import \\\n    sparse\n"
+        "import os, pkg.util as u\n"
+        "def test_x():\n"
+        "    from pkg.lazy import late\n"
+        "    assert late(1) == 'import pkg.never'\n"
+        "print 'python 2'\n"
+    )
+    statements = import_statements(source)
+    assert "def test_x" not in statements and "print" not in statements
+    found = statement_imports(statements, "pkg/tests/test_x.py")
+    assert {"pkg.core.numbers", "pkg.matrices.sparse", "os", "pkg.util", "pkg.lazy"} <= found
+    assert "pkg.never" not in found
+    spoiled = statement_imports("from a import (b,\n c)\nimport 3x\n", "t.py")
+    assert {"a.b", "a.c"} <= spoiled
+
+
+_SIZES = st.lists(st.integers(min_value=1, max_value=10**6), min_size=1, max_size=30)
+
+
+@given(
+    sizes=_SIZES,
+    rate=st.none() | st.floats(min_value=1e-7, max_value=1.0),
+    left=st.floats(min_value=0.001, max_value=1e4) | st.just(float("inf")),
+)
+def test_baseline_batches_run_the_files_in_order_each_within_half_the_time_left(
+    sizes: list[int], rate: float | None, left: float
+) -> None:
+    queue = [f"t{i}.py" for i in range(len(sizes))]
+    by_file = dict(zip(queue, sizes, strict=True))
+    batch = _next_batch(queue, by_file, rate, left)
+    assert batch and batch == queue[: len(batch)]  # in order, never empty
+    if left == float("inf"):
+        assert batch == queue  # no budget: one run, as without budgets
+    elif rate is None:
+        assert batch == queue[:1]  # nothing known yet: the most related file alone
+    elif len(batch) > 1:
+        assert sum(rate * by_file[t] for t in batch) <= left / 2
+
+
+def test_a_cut_is_one_sentence_naming_every_file_left_out_and_why() -> None:
+    cut = {
+        "tests/test_b.py": "did not finish within 40 s",
+        "tests/test_c.py": "not started, the budget was used",
+        "tests/test_d.py": "not started, the budget was used",
+    }
+    assert describe_cut(cut, 9, 120) == (
+        "budget 120 s: 3 of 9 related test files not run: did not finish within 40 s: "
+        "tests/test_b.py; not started, the budget was used: tests/test_c.py, tests/test_d.py"
+    )
+    assert describe_cut({}, 9, 120) is None
+    marker = TestResult(
+        nodeid="tests/test_b.py",
+        outcome="skipped",
+        category="pass",
+        note=CUT_NOTE + "did not finish within 40 s",
+    )
+    baseline = CheckReport(results=[_result("tests/test_a.py::t", "pass"), marker])
+    assert cut_targets(baseline) == {"tests/test_b.py": "did not finish within 40 s"}
+    assert cut_targets(None) == {}
+
+
+_BIG_REPO = {
+    "pkg/__init__.py": "",
+    "pkg/core/__init__.py": "",
+    "pkg/core/numbers.py": "ONE = 1\n",
+    "pkg/core/other.py": "TWO = 2\n",
+    "pkg/core/tests/test_numbers.py": "import pkg\n\ndef test_one():\n    assert pkg\n",
+    "pkg/core/tests/test_big.py": "from pkg.core.numbers import ONE\n" + "# padding\n" * 50,
+    "pkg/core/tests/test_small.py": "from pkg.core import (other,\n    numbers)\n",
+    "pkg/poly/tests/test_numbers.py": "from pkg.core.other import TWO\n",
+    "pkg/poly/tests/test_far.py": "from pkg.core.numbers import ONE\n",
+    "tests/test_top.py": "import pkg.core.numbers as n\n",
+    "tests/test_unrelated.py": "from pkg.core.other import TWO  # numbers\n",
+    "pkg/core/tests/helper_numbers.py": "from pkg.core.numbers import ONE\n",
+}
+
+
+def test_related_tests_come_most_related_first(tmp_path: Path) -> None:
+    from envs.local import LocalSandbox
+
+    repo = make_repo(tmp_path / "big", _BIG_REPO)
+    with LocalSandbox(repo) as sandbox:
+        found = related_tests(sandbox, ["pkg/core/numbers.py", "pkg/core/tests/test_big.py"])
+    assert found == [
+        "pkg/core/tests/test_big.py",  # changed by the patch
+        "pkg/core/tests/test_numbers.py",  # the module's own tests, by name and place
+        "pkg/core/tests/test_small.py",  # imports it, same folders, smallest
+        "pkg/poly/tests/test_far.py",  # imports it, shares only pkg/
+        "tests/test_top.py",  # imports it, shares no folder
+    ]
 
 
 def _result(nodeid: str, category: str, kind: str = "repo") -> TestResult:
@@ -465,3 +568,91 @@ def test_a_run_over_its_time_limit_or_without_a_report_says_so(dedupe: DockerSan
     report = run_pytest(dedupe, targets, settings=broken, timeout=30)
     assert report.results == [] and report.exit_code == 127
     assert report.errors[0].startswith("pytest wrote no report (exit code 127)")
+
+
+_SLOW = (
+    "import time\n\nfrom listutils.core import dedupe\n\n\n"
+    "def test_slow():\n    time.sleep(3)\n    assert dedupe([]) == []\n\n\n"
+    "def test_broken_before_any_patch():\n    assert dedupe([1]) == []\n"
+)
+_ISSUE_TEST = (
+    "import pytest\n\nfrom listutils.core import dedupe\n\n\n"
+    '@pytest.mark.parametrize("xs", [[1, 2, 1]])\n'
+    "def test_no_repeat_at_the_end(xs):\n    assert dedupe(xs) == [1, 2]\n"
+)
+
+
+def _commit(sandbox: DockerSandbox, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        sandbox.write_file(path, text)
+    done = sandbox.run("git add -A && git -c user.name=t -c user.email=t@t commit -qm extra")
+    assert done.ok, done.output
+    return sandbox.run("git rev-parse HEAD").output.strip()
+
+
+def test_a_budget_leaves_out_the_least_related_files_the_same_on_both_sides(
+    dedupe: DockerSandbox, tmp_path: Path
+) -> None:
+    commit = _commit(dedupe, {"tests/test_slow_a.py": _SLOW, "tests/test_slow_b.py": _SLOW})
+    _apply(dedupe, DEDUPE.wrong_patch)
+    tests = related_tests(dedupe, changed_files(DEDUPE.wrong_patch))
+    assert tests[0] == DEDUPE.related_test and len(tests) == 3  # its own test file first
+    tight = SETTINGS.model_copy(update={"budget": 2})
+    cache = Baseline(tmp_path / "baseline.json")
+    started = time.monotonic()
+    baseline = cache.ensure(dedupe, commit, tests, settings=tight)
+    assert time.monotonic() - started < 6  # one short run, and one stopped at the budget
+    assert set(cut_targets(baseline)) == {"tests/test_slow_a.py", "tests/test_slow_b.py"}
+    assert baseline.cut and baseline.cut.startswith("budget 2 s: 2 of 3 related test files")
+    report = check_candidate(
+        dedupe, properties=[], repo_tests=tests, baseline=baseline, settings=tight
+    )
+    assert report.cut == baseline.cut  # said in the candidate's report, never silent
+    assert {r.nodeid.split("::")[0] for r in report.results} == {DEDUPE.related_test}
+    (regression,) = report.failures()  # the cut broken file is no fake regression
+    assert regression.nodeid == "tests/test_core.py::test_dedupe_example"
+    # The same budget keeps the cut (no run per candidate); a larger one, or none, runs it.
+    again = Baseline(tmp_path / "baseline.json")
+    assert again.get(commit, tests, settings=tight) == baseline
+    assert again.get(commit, tests, settings=SETTINGS.model_copy(update={"budget": 0})) is None
+    full = again.ensure(dedupe, commit, tests, settings=SETTINGS.model_copy(update={"budget": 0}))
+    assert full.cut is None and not cut_targets(full) and len(full.results) == 6
+    report = check_candidate(
+        dedupe, properties=[], repo_tests=tests, baseline=full, settings=SETTINGS
+    )
+    assert report.cut is None
+    assert [r.nodeid for r in report.failures()] == ["tests/test_core.py::test_dedupe_example"]
+
+
+def test_issue_tests_count_though_the_original_failed_them_and_new_files_have_no_baseline(
+    dedupe: DockerSandbox,
+) -> None:
+    commit = _commit(dedupe, {"tests/test_issue.py": _ISSUE_TEST})
+    dedupe.write_file(
+        "tests/test_added.py", "from listutils import core\n\ndef test_a():\n    pass\n"
+    )
+    tests = related_tests(dedupe, [DEDUPE.module, "tests/test_added.py"])
+    assert tests[:2] == ["tests/test_added.py", DEDUPE.related_test]
+    assert "tests/test_issue.py" in tests
+    baseline = Baseline().ensure(dedupe, commit, tests, settings=SETTINGS)
+    assert dedupe.run("test -f tests/test_added.py").ok  # put back after the original's run
+    assert not any(r.nodeid.startswith("tests/test_added.py") for r in baseline.results)
+    issue = ["tests/test_issue.py::test_no_repeat_at_the_end"]
+
+    def check() -> CheckReport:
+        return check_candidate(
+            dedupe,
+            properties=[],
+            repo_tests=tests,
+            baseline=baseline,
+            settings=SETTINGS,
+            issue_tests=issue,
+        )
+
+    (failure,) = check().failures()  # the original code: the issue test still fails
+    assert failure.nodeid == issue[0] + "[xs0]" and failure.kind == "issue"
+    _apply(dedupe, DEDUPE.correct_patch)
+    report = check()
+    assert report.failures() == [] and report.cut is None
+    assert report.by_id()[issue[0] + "[xs0]"].kind == "issue"
+    assert "tests/test_added.py::test_a" in report.by_id()
