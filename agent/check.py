@@ -6,10 +6,13 @@ writes one JSON :class:`~agent.report.CheckReport` per run:
 
 - :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run;
 - :func:`validate_properties` is PGS's soundness filter, on a report of the ORIGINAL code;
-- :func:`related_tests` finds the repository test files that import what a patch changed;
-- :class:`Baseline` caches the repository tests' results on the original code per commit;
-- :func:`check_candidate` runs the kept properties and the related tests against a candidate
-  and counts only what the candidate is responsible for.
+- :func:`related_tests` finds the repository test files that import what a patch changed,
+  most related first;
+- :class:`Baseline` caches the repository tests' results on the original code per commit, and
+  runs what fits the time budget (``CheckSettings.budget``), remembering what it left out;
+- :func:`check_candidate` runs the kept properties, the issue tests and the related tests
+  against a candidate, leaves out what the baseline left out (and says so in the report's
+  ``cut``), and counts only what the candidate is responsible for.
 """
 
 from __future__ import annotations
