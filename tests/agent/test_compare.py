@@ -352,7 +352,7 @@ def test_self_edit_and_pgs_side_by_side(
         assert len(feedback) == 1  # the wrong fix drew one message; the right one passed
         tokens = sum(counter.count(text) for text in feedback)
         stats = [traj_data["info"]["model_stats"]]
-        stats += [v["info"]["model_stats"] for k, v in pgs.items() if k.startswith("tester")]
+        stats += [pgs[turn["key"]]["info"]["model_stats"] for turn in pgs["tester_turns"]]
         cost = sum(s["instance_cost"] for s in stats)
         generator_cost = traj_data["info"]["model_stats"]["instance_cost"]
         if mode == "io":  # Self-Edit: no Tester, the repository's tests alone
