@@ -532,7 +532,8 @@ def _trace_lines(failing: FailingInput) -> list[str]:
         and all(_is_test_path(f) for f in frames)
     ):
         return []
-    return [_clip(line, 200) or "" for line in lines[-MAX_TRACE_LINES:]]
+    # Clipped but not stripped: a source line stays indented under its frame.
+    return [line if len(line) <= 200 else line[:200] + " …" for line in lines[-MAX_TRACE_LINES:]]
 
 
 def _returned(failing: FailingInput) -> str | None:
@@ -584,7 +585,7 @@ def render_feedback(
             "round": round,
             "rounds": rounds,
             "category": selection.category,
-            "label": _LABELS[selection.category][0],
+            "label": "regression" if result.regressed else _LABELS[selection.category][0],
             "nodeid": result.nodeid,
             "rule": _rule_in_words(result),
             "has_rule": bool(result.rule),

@@ -319,7 +319,10 @@ def test_a_repository_test_broken_by_the_patch_outranks_a_property_violation() -
         assert chosen.category == "wrong_answer"  # the checker's category, not the plugin's
         assert chosen.why.startswith("1 repository test broken by the patch; chose")
         message = render_feedback(chosen, mode, 1, 5, rerun="python -m pytest x")
-        assert "Test: tests/test_core.py::test_dedupe_example" in message
+        assert message.splitlines()[:2] == [
+            "Round 1 of 5. Regression.",
+            "Test: tests/test_core.py::test_dedupe_example",
+        ]
         assert "This passed before your change and fails now" in message
     io = select_failure(report, "io", SIMPLE)
     assert io is not None and io.result.nodeid == "p.py::test_sorted"  # report order
