@@ -133,7 +133,7 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
     """Why no pull request may be opened for this run, or None."""
     if not result.submission.strip():
         return "the run produced no patch"
-    if not result.exit_status.startswith("submitted"):
+    if result.exit_status != "submitted":
         return f"the run ended with {result.exit_status}, not a submitted patch"
     pgs = result.trajectory.extra.get("pgs") or {}
     if force:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agent.compare import prediction_fields
 from agent.config import RunConfig, dump
 from agent.feedback import get_counter
 from agent.loop import Agent, RunResult
@@ -250,6 +251,7 @@ def run_task(
         "instance_id": task.instance_id,
         "model_name_or_path": config.model.name,
         "model_patch": result.submission,
+        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
     }
     write_atomic(paths["pred"], json.dumps(pred, indent=1))
     return result

@@ -291,7 +291,9 @@ def test_flags_that_need_an_issue_url_or_conflict_are_refused_early(
     line = cli_error(capsys, *argv("fix it", "--repo", str(local), "--open-pr"))
     assert "--open-pr needs a GitHub issue URL" in line
     line = cli_error(capsys, *argv(issue_url(fake), "--open-pr", "--feedback", "none"))
-    assert "no pull request without a check" in line and "--force" in line
+    assert "no pull request or comment without a check" in line and "--force" in line
+    line = cli_error(capsys, *argv(issue_url(fake), "--comment", "--feedback", "none"))
+    assert "no pull request or comment without a check" in line and "--force" in line
     line = cli_error(capsys, *argv(issue_url(fake), "--setup", "pip install -e .", "--image", "x"))
     assert "--setup installs into the repository image pgs builds" in line
     line = cli_error(capsys, *argv(issue_url(fake), "--fork", "me/textutil"))
@@ -475,7 +477,7 @@ def test_comment_posts_the_patch_on_the_issue(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    extra = ["--image", base_image, "--feedback", "none", "--comment"]
+    extra = ["--image", base_image, "--feedback", "none", "--force", "--comment"]
     code, stdout, stderr, _ = run_cli(
         capsys, FIX_STEPS, *argv(issue_url(fake), *extra, out=tmp_path / "out")
     )
@@ -576,7 +578,7 @@ UNMARKED_STEPS = [
 def test_open_pr_refuses_a_tests_only_verdict_without_force(
     fake: FakeGitHub,
     bare: Path,
-    base_image: str,
+    docker_client: Any,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -586,12 +588,12 @@ def test_open_pr_refuses_a_tests_only_verdict_without_force(
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     # Generator; the Tester's first turn, its retry (with the reasons), its probe.
     script = [VIEW, FIX, SUBMIT, *UNMARKED_STEPS, *UNMARKED_STEPS, *UNMARKED_STEPS]
-    extra = ["--image", base_image, "--open-pr"]
+    extra = ["--open-pr"]  # the repository image: pytest and Hypothesis for the checks
     code, stdout, stderr, requests = run_cli(
         capsys, script, *argv(issue_url(fake), *extra, out=tmp_path / "out")
     )
 
-    assert code == 1
+    assert code == 1, stderr
     assert "+    return text.upper()" in stdout
     assert "verdict: tests-only" in stderr
     assert (
