@@ -12,6 +12,10 @@ What it does:
   example database, one failure per test (the minimal one), no reproduction blobs;
 - stops a test that runs longer than ``PGS_TEST_TIMEOUT`` seconds (SIGALRM) and records the
   input it was running, when the test is a Hypothesis property;
+- when a property fails on an explicit ``@example``, runs it once more with the explicit
+  examples left out (Hypothesis stops at a failing explicit example and never generates or
+  shrinks), within what is left of the same time limit and with the same settings otherwise,
+  and records the generated, shrunk failing input beside the explicit one;
 - writes ``PGS_REPORT`` (a :class:`agent.report.CheckReport` as JSON) at the end of the session.
 
 Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (100),
@@ -25,13 +29,21 @@ The report::
                   "category": "property_violation|wrong_answer|runtime_error|timeout|pass",
                   "example": "test_f(xs=[0, 0])", "explicit": false,
                   "returned": "assert 2 == 1 ...", "exception": "Type: message",
-                  "trace": "<= 10 lines", "output": "raw, capped", "duration": 0.04}, ...],
+                  "trace": "<= 10 lines", "output": "raw, capped", "duration": 0.04,
+                  "examples": [{"example": "...", "explicit": true, "category": "...",
+                                "returned": "...", "exception": null, "trace": "..."}, ...]},
+                 ...],
      "errors": ["<nodeid>: <collection error text>", ...], "exit_code": 1, "duration": 2.1}
 
-A failing test has ``returned`` (AssertionError: pytest's message) or ``exception`` (anything
+A failing test has ``returned`` (AssertionError: its message whole, the test's own first, such
+as ``returned [1, 1], expected [1]``, then pytest's explanation) or ``exception`` (anything
 else), ``trace`` (innermost frames outside pytest and Hypothesis, ``path:line in function``
 then the source line) and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
 one line; for a test stopped by the time limit, the input it was running (not shrunk).
+``examples`` (:class:`agent.report.FailingInput`) lists every failing input of a failed test:
+first the one the fields above describe (what pytest reported), then, after a failing explicit
+example, the generated one if the search found a different failing input. Node ids are
+pytest's own: the search adds inputs, never tests.
 
 Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError is a
 ``property_violation``, unless the failing input is an explicit ``@example`` (then, like an
@@ -330,9 +342,11 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
         from hypothesis import Phase, settings
     except ImportError:
         return None
-    function = getattr(getattr(item, "obj", None), "__func__", getattr(item, "obj", None))
+    if type(item) is not pytest.Function:  # unittest cases report failures their own way
+        return None
+    function = getattr(item.obj, "__func__", item.obj)
     parent = getattr(function, "_hypothesis_internal_use_settings", None)
-    if function is None or parent is None or _inner_function(item) is None:
+    if parent is None or _inner_function(item) is None:
         return None
     left_out = (Phase.explicit, Phase.reuse)
     phases = [phase for phase in parent.phases if phase not in left_out]

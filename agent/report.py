@@ -20,7 +20,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Category = Literal["property_violation", "wrong_answer", "runtime_error", "timeout", "pass"]
-#: Feedback priority: the first category with a failure wins.
+#: Feedback priority: the first category with a failure wins, after a repository test broken by
+#: the patch (:attr:`TestResult.regressed`), which outranks them all.
 PRIORITY: tuple[Category, ...] = ("property_violation", "wrong_answer", "runtime_error", "timeout")
 #: issue: must fail on the original code; regression: must pass there; repo: a repository test.
 Kind = Literal["issue", "regression", "repo"]
