@@ -11,8 +11,9 @@ model received, the printed output, the ``.patch`` and ``.properties.patch`` fil
 The DEDUPE session used by most tests (``main``, through ``pgs run``):
 
 - the Tester writes sound, unsound and broken property files, plus a stray edit to a source file;
-- the Generator's first candidate (``sorted(set(xs))``) loses the order: two properties find it,
-  one with a two-element counterexample, one that only draws lists of twenty or more;
+- the Generator's first candidate (``sorted(set(xs))`` for five elements or more) loses the
+  order, which the repository's example tests miss: two properties find it, one with a
+  five-element counterexample, one that only draws lists of twenty or more;
 - its second candidate is the correct fix.
 """
 
@@ -164,9 +165,23 @@ def writing_properties(repo: ExampleRepo, files: Mapping[str, str]) -> list[dict
     ]
 
 
+#: Removes repeats but sorts lists of five or more: the repository's example tests (four
+#: elements at most) still pass, so only the properties find it, with a five-element list and
+#: with a twenty-element one.
+SORTS_WITH_ZERO = '''\
+def dedupe(xs):
+    """The elements of ``xs`` without repeats, each at the place it first occurs."""
+    if len(xs) > 4:
+        return sorted(set(xs))
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+'''
 #: The Generator: a fix that loses the order, then (after feedback) the correct one.
 DEDUPE_GENERATOR = [
-    candidate(DEDUPE, DEDUPE.wrong, "a set cannot hold a repeat; sort it for a stable order"),
+    candidate(DEDUPE, SORTS_WITH_ZERO, "a set cannot hold a repeat; sort it for a stable order"),
     submit("Fixed."),
     candidate(DEDUPE, DEDUPE.fixed, "keep the order of first occurrence; skip what was seen"),
     submit("Fixed, keeping the order."),
@@ -370,10 +385,10 @@ def test_feedback_names_the_minimal_counterexample(main_run: Run) -> None:
     first = main_run.pgs["rounds"][0]
     selection = first["selection"]
     assert selection["category"] == "property_violation"
-    assert selection["candidates"] == 2  # the two-element and the twenty-element failure
+    assert selection["candidates"] == 2  # the five-element and the twenty-element failure
     assert selection["why"].startswith("2 property violations; chose the one whose input has")
     assert "tokens" in selection["why"]
-    assert len(counterexample(selection["input"])) <= 2
+    assert len(counterexample(selection["input"])) == 5
     # The twenty-element input failed too: it is in the round's report, not in the feedback.
     failed = {r["nodeid"].split("::")[0]: r for r in first["report"]["results"] if r["example"]}
     long_input = failed[f"{PROPERTY_DIR}/test_long_lists.py"]["example"]
@@ -384,7 +399,7 @@ def test_feedback_names_the_minimal_counterexample(main_run: Run) -> None:
     assert after and after[0]["messages"][-1]["content"] == message
     assert message.startswith("Round 1 of 5. Property violated: ")
     assert "Property violated: distinct elements come out in the order they first occur" in message
-    assert len(counterexample(message)) <= 2
+    assert len(counterexample(message)) == 5
     assert str(counterexample(long_input))[1:-1] not in message
 
 
@@ -436,7 +451,7 @@ def test_the_testers_edits_outside_the_properties_folder_are_reverted(main_run: 
     # And the candidates were checked as the Generator wrote them.
     first = main_run.pgs["rounds"][0]["patch"]
     assert re.findall(r"^diff --git a/(\S+)", first, re.MULTILINE) == [DEDUPE.module]
-    assert "+    return sorted(set(xs))" in first and "# tester" not in first
+    assert "return sorted(set(xs))" in first and "# tester" not in first
 
 
 def test_the_tester_never_sees_the_generators_reasoning(main_run: Run) -> None:
@@ -468,26 +483,6 @@ SMALL_TESTER = writing_properties(
         f"{PROPERTY_DIR}/test_long_lists.py": LONG_LISTS,
     },
 )
-
-
-def test_feedback_io_is_the_raw_pytest_output_of_the_first_failing_test(
-    dedupe: Example, tmp_path: Path
-) -> None:
-    run = run_session(dedupe, tmp_path, session(DEDUPE_GENERATOR, SMALL_TESTER), {"feedback": "io"})
-    assert run.pgs["mode"] == "io"
-    selection = run.pgs["rounds"][0]["selection"]
-    long_lists = f"{PROPERTY_DIR}/test_long_lists.py::test_long_list_order"
-    assert selection["result"]["nodeid"] == long_lists
-    assert "first in report order (io feedback)" in selection["why"]
-    (message,) = run.feedback
-    assert message.startswith(f"Round 1 of 5: {PROPERTY_DIR}/test_long_lists.py::")
-    assert "Property violated" not in message
-    # pytest's own traceback: the source line marker, E lines, the falsifying example.
-    assert re.search(r"^>\s+assert ", message, re.MULTILINE)
-    assert re.search(r"^E\s+", message, re.MULTILINE)
-    assert "Falsifying example" in message
-    assert len(counterexample(message)) >= 20  # io does not minimise
-    assert run.pgs["verdict"] == "passed" and len(run.pgs["rounds"]) == 2
 
 
 def test_feedback_property_takes_any_failing_example_and_rounds_1_stops_after_one(
@@ -584,7 +579,8 @@ def test_a_separate_tester_model_gets_its_own_server(dedupe: Example, tmp_path: 
         {},
         tester_policy=only_the_tester(DEDUPE_TESTER),
     )
-    assert len(run.tester_requests) == len(DEDUPE_TESTER)
+    # The Tester's first turn, then its fresh probe once the second candidate passes.
+    assert len(run.tester_requests) == 2 * len(DEDUPE_TESTER)
     assert all(r["model"] == TESTER_MODEL for r in run.tester_requests)
     assert len(run.requests) == len(DEDUPE_GENERATOR)
     assert all(r["model"] == MODEL for r in run.requests)
