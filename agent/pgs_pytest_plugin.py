@@ -302,7 +302,7 @@ def _assertion_message(message: str | None) -> str | None:
     [1, 1], expected [1]``, then pytest's ``assert ...`` explanation), without the notes."""
     if not message:
         return None
-    message = re.sub(r"^AssertionError: ?", "", message)
+    message = re.sub(r"^AssertionError(: ?|$)", "", message)
     kept = []
     for line in message.splitlines():
         if _EXAMPLE.search(line):

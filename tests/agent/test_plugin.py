@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agent import pgs_pytest_plugin as plugin
 from agent.check import CheckSettings, run_pytest
 from agent.feedback import SimpleCounter, render_feedback, select_failure
 from agent.report import CheckReport, TestResult
@@ -82,6 +83,22 @@ def test_hangs_after(xs):
     assert xs[0] >= 0
 """
 PATH = ".pgs/properties/test_examples.py"
+
+
+def test_an_assertion_message_comes_through_whole_without_hypothesis_notes() -> None:
+    message = (
+        f"AssertionError: returned {LONG!r}, expected [3, 1, 2]\n"
+        "assert [3, 1, 3, 2, 5, 6, ...] == [3, 1, 2]\n"
+        "  Left contains 11 more items, first extra item: 5\n"
+        "Falsifying explicit example: test_f(\n    xs=[3, 1, 3],\n)"
+    )
+    assert plugin._assertion_message(message) == (
+        f"returned {LONG!r}, expected [3, 1, 2]\n"
+        "assert [3, 1, 3, 2, 5, 6, ...] == [3, 1, 2]\n"
+        "  Left contains 11 more items, first extra item: 5"
+    )
+    assert plugin._assertion_message("AssertionError") == "assertion failed"
+    assert plugin._assertion_message(None) is None
 
 
 def _calls(path: Path) -> list[tuple[str, Any]]:
