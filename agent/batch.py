@@ -424,6 +424,10 @@ def print_statuses(statuses: Counter[str], skipped: list[str], batch: Batch) -> 
     if skipped:
         table.add_row("finished before (skipped)", str(len(skipped)))
     err.print(table)
+    verdicts = Counter(str(p.get("pgs_verdict") or "unchecked") for p in batch.preds.values())
+    if verdicts:
+        shown = ", ".join(f"{v} {n}" for v, n in verdicts.most_common())
+        err.print(f"PGS verdicts ({batch.config.pgs.feedback}): {shown}")
     err.print(
         f"cost: ${batch.stats.total_cost:.4f} | predictions: {len(batch.preds)} in "
         f"{batch.preds_path}"

@@ -282,6 +282,7 @@ def test_batch_predictions_are_graded_and_resume_skips_finished(
         assert preds["acme__textkit-3"]["model_patch"] == ""
         err = capsys.readouterr().err
         assert "exit statuses" in err and "submitted" in err and "exit_error" in err
+        assert "PGS verdicts (none): unchecked 3" in err  # --feedback none checks nothing
 
         # Resume: nothing runs again, the predictions stay.
         assert main(args) == 0
