@@ -155,6 +155,8 @@ def test_baseline_batches_run_the_files_in_order_each_within_half_the_time_left(
         assert batch == queue[:1]  # nothing known yet: the most related file alone
     elif len(batch) > 1:
         assert sum(rate * by_file[t] for t in batch) <= left / 2
+    if left != float("inf"):
+        assert len(_next_batch(queue, by_file, rate, left, most=2)) <= 2
 
 
 def test_a_cut_is_one_sentence_naming_every_file_left_out_and_why() -> None:
