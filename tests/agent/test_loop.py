@@ -182,6 +182,12 @@ def test_tool_calls_fix_the_bug_and_write_patch_pred_traj(
         "instance_id": run.paths["traj"].stem,
         "model_name_or_path": MODEL,
         "model_patch": patch,
+        # What `pgs report` compares (--feedback none here: nothing checked the patch).
+        "pgs_mode": "none",
+        "pgs_verdict": "unchecked",
+        "pgs_rounds": 0,
+        "pgs_feedback_tokens": 0,
+        "cost": 0.0,
     }
     traj = run.traj
     assert {"trajectory", "history", "info", "replay_config"} <= set(traj)

@@ -19,7 +19,6 @@ import pytest
 
 from tests.agent.example_repos import DEDUPE, PROPERTY_DIR
 from tests.agent.test_pgs import (
-    DEDUPE_GENERATOR,
     Example,
     Policy,
     _example,
@@ -189,7 +188,8 @@ def test_a_diff_left_by_the_step_limit_is_checked_and_its_verdict_recorded(
 def test_feedback_io_is_self_edit_no_tester_and_a_failing_repository_test(
     dedupe: Example, tmp_path: Path
 ) -> None:
-    run = run_session(dedupe, tmp_path, by_turn(DEDUPE_GENERATOR, []), {"feedback": "io"})
+    generator = [candidate(DEDUPE, DEDUPE.wrong, "sort the set"), submit("Fixed."), *FIX_AT_ONCE]
+    run = run_session(dedupe, tmp_path, by_turn(generator, []), {"feedback": "io"})
     assert not any(is_tester(r) for r in run.requests)
     pgs = run.pgs
     assert pgs["validation"]["note"] == "io: no Tester" and pgs["tester_turns"] == []
