@@ -140,30 +140,26 @@ def check_record(
         row.issue_tests = issue_node_ids(instance, box)
         _apply(box, instance.patch)
         baselines = Baseline()
+
+        def check() -> CheckReport:
+            baseline = baselines.ensure(box, commit, row.related, settings=settings)
+            return check_candidate(
+                box,
+                properties=[],
+                repo_tests=row.related,
+                baseline=baseline,
+                settings=settings,
+                issue_tests=row.issue_tests,
+            )
+
         for attempt in ("cold", "warm"):
             started = time.monotonic()
             row.related = related_tests(box, changed_files(instance.patch))
-            baseline = baselines.ensure(box, commit, row.related, settings=settings)
-            row.gold = check_candidate(
-                box,
-                properties=[],
-                repo_tests=row.related,
-                baseline=baseline,
-                settings=settings,
-                issue_tests=row.issue_tests,
-            )
+            row.gold = check()
             setattr(row, attempt, time.monotonic() - started)
         if original:
             box.run("git checkout -q -- . && git clean -qfd -e .pgs")
-            baseline = baselines.ensure(box, commit, row.related, settings=settings)
-            row.original = check_candidate(
-                box,
-                properties=[],
-                repo_tests=row.related,
-                baseline=baseline,
-                settings=settings,
-                issue_tests=row.issue_tests,
-            )
+            row.original = check()
     return row
 
 

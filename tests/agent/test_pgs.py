@@ -168,7 +168,7 @@ def writing_properties(repo: ExampleRepo, files: Mapping[str, str]) -> list[dict
 #: Removes repeats but sorts lists of five or more: the repository's example tests (four
 #: elements at most) still pass, so only the properties find it, with a five-element list and
 #: with a twenty-element one.
-SORTS_WITH_ZERO = '''\
+SORTS_LONG_LISTS = '''\
 def dedupe(xs):
     """The elements of ``xs`` without repeats, each at the place it first occurs."""
     if len(xs) > 4:
@@ -181,7 +181,7 @@ def dedupe(xs):
 '''
 #: The Generator: a fix that loses the order, then (after feedback) the correct one.
 DEDUPE_GENERATOR = [
-    candidate(DEDUPE, SORTS_WITH_ZERO, "a set cannot hold a repeat; sort it for a stable order"),
+    candidate(DEDUPE, SORTS_LONG_LISTS, "a set cannot hold a repeat; sort it for a stable order"),
     submit("Fixed."),
     candidate(DEDUPE, DEDUPE.fixed, "keep the order of first occurrence; skip what was seen"),
     submit("Fixed, keeping the order."),

@@ -19,6 +19,7 @@ import pytest
 
 from tests.agent.example_repos import DEDUPE, PROPERTY_DIR
 from tests.agent.test_pgs import (
+    SORTS_LONG_LISTS,
     Example,
     Policy,
     _example,
@@ -41,18 +42,6 @@ UNMARKED = DEDUPE.properties["issue_sound"].replace(
 )
 ISSUE_ONLY = {DEDUPE.property_path("issue_sound"): DEDUPE.properties["issue_sound"]}
 ORDER = {DEDUPE.property_path("regression_sound"): DEDUPE.properties["regression_sound"]}
-#: Passes the repository's example tests and the no-repeats rule; loses the order of long lists.
-HALF_FIX = '''\
-def dedupe(xs):
-    """The elements of ``xs`` without repeats, each at the place it first occurs."""
-    if len(xs) > 4:
-        return sorted(set(xs))
-    out = []
-    for x in xs:
-        if x not in out:
-            out.append(x)
-    return out
-'''
 FIX_AT_ONCE = [candidate(DEDUPE, DEDUPE.fixed, "skip what was seen"), submit("Fixed.")]
 NOTHING_NEW = [submit("Nothing to add.")]
 
@@ -141,7 +130,7 @@ def test_a_fresh_probe_finds_what_the_first_properties_missed(
     dedupe: Example, tmp_path: Path
 ) -> None:
     generator = [
-        candidate(DEDUPE, HALF_FIX, "skip what was seen"),
+        candidate(DEDUPE, SORTS_LONG_LISTS, "skip what was seen"),
         submit("Fixed."),
         *FIX_AT_ONCE,
     ]
