@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.loop import AgentConfig
 from agent.models import ModelConfig
@@ -32,11 +32,39 @@ class ConfigError(ValueError):
     """A configuration file or flag that cannot be used; the message names the field."""
 
 
+#: SWE-agent's default tool environment, plus the window of its windowed editor.
+TOOL_ENV: dict[str, str | int | float | bool] = {
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "LESS": "-R",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+    "GIT_PAGER": "cat",
+    "WINDOW": "100",
+    "OVERLAP": "2",
+}
+
+
 class ToolsConfig(BaseModel):
+    """The tool bundles and the variables they read (SWE-agent's ``tools`` section)."""
+
     model_config = ConfigDict(extra="forbid")
     bundles: list[Path] | None = Field(
         None, description="tool bundle folders (SWE-agent format); None: pgs's own bundles"
     )
+    env_variables: dict[str, str | int | float | bool] = Field(
+        default_factory=lambda: dict(TOOL_ENV),
+        description="environment of every tool call; {NAME} in docstrings is substituted",
+    )
+    registry_variables: dict[str, Any] = Field(
+        default_factory=dict,
+        description="written to the tools' registry file (~/.swe-agent-env), over the bundles'",
+    )
+
+    @field_validator("env_variables")
+    @classmethod
+    def _over_defaults(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {**TOOL_ENV, **value}  # setting WINDOW keeps PAGER=cat
 
 
 class RunConfig(BaseModel):

@@ -24,7 +24,7 @@ from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelR
 from agent.parsing import FormatError, interactive_refusal, parse_text_action
 from agent.tools import OutputKind, Toolset, classify_output
 from agent.trajectory import Trajectory
-from envs.sandbox import Sandbox
+from envs.sandbox import CommandResult, Sandbox
 
 SYSTEM_TEMPLATE = """\
 You are a careful software engineer working in a git repository at {{ repo_path }}.
@@ -136,11 +136,13 @@ class RunResult:
     trajectory: Trajectory
 
 
-def cut_middle(text: str, limit: int) -> str:
-    if len(text) <= limit:
+def cut_middle(text: str, limit: int, *, dropped: int = 0) -> str:
+    """``text`` cut to its first and last ``limit // 2`` characters; ``dropped``: characters
+    already cut out of its middle before it got here (the sandbox caps what it returns)."""
+    if len(text) <= limit:  # (a sandbox's own cut, if any, says what it dropped)
         return text
     half = limit // 2
-    omitted = len(text) - 2 * half
+    omitted = len(text) - 2 * half + dropped
     return (
         f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
         f"range to see them ...]\n{text[-half:]}"
@@ -224,7 +226,8 @@ class Agent:
         return RunResult(status, submission, self.steps, self.traj)
 
     def setup(self, problem_statement: str) -> None:
-        self.env = self.toolset.install(self.sandbox)
+        # PROBLEM_STATEMENT: read by SWE-agent's review-on-submit tools.
+        self.env = self.toolset.install(self.sandbox, env={"PROBLEM_STATEMENT": problem_statement})
         values = {
             "repo_path": self.sandbox.repo_path,
             "problem_statement": problem_statement,
@@ -288,7 +291,7 @@ class Agent:
     def parse(self, response: ModelResponse) -> list[Action]:
         if not self.function_calling:
             thought, command = parse_text_action(response.content)
-            return [Action(thought, command)]
+            return [Action(thought, self.toolset.guard_multiline(command))]
         if not response.tool_calls:
             raise FormatError("your reply called no tool")
         actions = []
@@ -317,15 +320,24 @@ class Agent:
                 result.exit_code,
                 result.timed_out,
             )
-            observation = cut_middle(out.text, self.config.max_observation_chars)
+            if kind is OutputKind.SUBMISSION and not (patch or "").strip():
+                patch = self._model_patch()  # SWE-agent's submit prints only the marker
+            observation = cut_middle(
+                out.text, self.config.max_observation_chars, dropped=_dropped(result)
+            )
         self.state = self.toolset.state(self.sandbox, self.env)
         rendered = self.render(
             self.config.observation_template,
             {
+                # SWE-agent's names too: observation, and the state of its bundles
                 "output": observation,
+                "observation": observation,
                 "exit_code": exit_code,
                 "timed_out": timed_out,
                 "timeout": self.config.command_timeout,
+                "open_file": "n/a",
+                "working_dir": self.sandbox.repo_path,
+                "diff": "",
                 **self.state,
             },
         )
@@ -415,8 +427,24 @@ class Agent:
         """The last exchange only: the whole prompt per step would make the .traj quadratic."""
         return self.prompt()[-3:]
 
+    def _model_patch(self) -> str:
+        """``<home>/model.patch``, where SWE-agent's submit writes the patch ('' if none)."""
+        home = getattr(self.sandbox, "home", None) or "/root"
+        try:
+            return self.sandbox.read_file(f"{home}/model.patch").decode("utf-8", "replace")
+        except Exception:  # no such file: the sandbox's own error type
+            return ""
+
     def _current_diff(self) -> str:
         try:
             return self.sandbox.diff()
         except Exception:  # the sandbox may be the thing that failed
             return ""
+
+
+def _dropped(result: CommandResult) -> int:
+    """Characters the sandbox cut from the middle of a long output (estimated from bytes)."""
+    if not result.truncated or result.output_bytes <= 0:
+        return 0
+    kept = len(result.output.encode("utf-8", "replace"))
+    return max(0, result.output_bytes - kept)

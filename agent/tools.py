@@ -1,11 +1,15 @@
 """Tool bundles in SWE-agent's format: load, install into a sandbox, describe, call.
 
 A bundle is a folder with ``config.yaml`` (``tools:`` name → signature, docstring, arguments,
-optional ``end_name``; optional top-level ``state_command``), ``bin/`` with one executable per
-tool, and optionally ``install.sh`` (sourced after upload) and ``lib/``. Real SWE-agent bundles
-load unchanged. Our own bundles live in the repository's ``tools/`` folder
-(:func:`default_bundles_dir`): ``edit`` (str_replace_editor), ``search`` (find_file, search_dir,
-search_file) and ``submit`` (submit, and the ``_state`` state command).
+optional ``end_name``; optional top-level ``state_command`` and ``registry_variables``), ``bin/``
+with one executable per tool, and optionally ``install.sh`` (sourced after upload) and ``lib/``.
+Real SWE-agent bundles work unchanged: registry variables (and ``{WINDOW}`` in docstrings),
+``#!/usr/bin/env python`` helpers, a submit that only writes ``/root/model.patch``, multi-line
+tools typed in text mode (:meth:`Toolset.guard_multiline`), ``install.sh`` that pip-installs
+(:mod:`agent.toolenv` prepares it with the network on). Our own bundles live in the
+repository's ``tools/`` folder (:func:`default_bundles_dir`): ``edit`` (str_replace_editor),
+``search`` (find_file, search_dir, search_file) and ``submit`` (submit, and the ``_state``
+state command).
 
 Errors::
 
@@ -34,8 +38,10 @@ import jinja2.sandbox
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent import toolenv
 from agent.parsing import FormatError
-from envs.sandbox import SCRATCH_DIRS, Sandbox
+from agent.toolenv import ToolInstallError as ToolInstallError  # re-exported
+from envs.sandbox import Sandbox
 
 #: Name of the built-in tool that runs a shell command as it is.
 BASH_TOOL = "bash"
@@ -52,10 +58,6 @@ _JINJA = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
 
 class ToolConfigError(ValueError):
     """A bundle's config.yaml or layout is wrong. The message names the bundle and the field."""
-
-
-class ToolInstallError(RuntimeError):
-    """Installing a bundle in the sandbox failed (upload, chmod or install.sh)."""
 
 
 class ToolCallError(FormatError):
@@ -126,6 +128,9 @@ class BundleConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     tools: dict[str, ToolSpec]
     state_command: str | None = None
+    registry_variables: dict[str, Any] = Field(
+        default_factory=dict, description="written to the registry file before install.sh runs"
+    )
 
 
 @dataclass(frozen=True)
@@ -284,8 +289,18 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 class Toolset:
     """The tools offered to the model: the built-in ``bash`` plus every bundle's tools."""
 
-    def __init__(self, bundles: Sequence[Bundle], *, bash: bool = True) -> None:
+    def __init__(
+        self,
+        bundles: Sequence[Bundle],
+        *,
+        bash: bool = True,
+        registry_variables: Mapping[str, Any] | None = None,
+        env_variables: Mapping[str, Any] | None = None,
+    ) -> None:
         self.bundles = list(bundles)
+        #: Configured registry values (they win over the bundles' own and install.sh's).
+        self.registry_variables = dict(registry_variables or {})
+        self.env_variables = {k: str(v) for k, v in (env_variables or {}).items()}
         self.tools: dict[str, ToolSpec] = {BASH_TOOL: _BASH_SPEC} if bash else {}
         owners: dict[str, str] = {}
         folders: dict[str, Path] = {}
@@ -306,10 +321,32 @@ class Toolset:
                 self.tools[name] = tool
 
     @classmethod
-    def from_paths(cls, paths: Sequence[Path | str] | None = None, *, bash: bool = True) -> Toolset:
-        """Load bundles from folders (default: ours, :func:`default_bundle_paths`)."""
+    def from_paths(
+        cls, paths: Sequence[Path | str] | None = None, *, bash: bool = True, **variables: Any
+    ) -> Toolset:
+        """Load bundles from folders (default: ours, :func:`default_bundle_paths`);
+        ``variables``: ``registry_variables`` and ``env_variables``."""
         chosen = default_bundle_paths() if paths is None else [Path(p) for p in paths]
-        return cls([Bundle.load(p) for p in chosen], bash=bash)
+        return cls([Bundle.load(p) for p in chosen], bash=bash, **variables)
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """What ``{NAME}`` in a docstring becomes: env variables, then registry variables."""
+        values: dict[str, Any] = dict(self.env_variables)
+        for bundle in self.bundles:
+            values.update(bundle.config.registry_variables)
+        return {**values, **self.registry_variables}
+
+    def describe(self, tool: ToolSpec) -> str:
+        """The tool's docstring with ``{NAME}`` of a known scalar variable substituted."""
+        values = {
+            k: v for k, v in self.variables.items() if isinstance(v, str | int | float | bool)
+        }
+
+        def repl(m: re.Match[str]) -> str:
+            return str(values[m.group(1)]) if m.group(1) in values else m.group(0)
+
+        return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", repl, tool.docstring or "")
 
     @property
     def state_commands(self) -> list[str]:
@@ -317,63 +354,27 @@ class Toolset:
 
     # -- in the sandbox ---------------------------------------------------------------------
 
-    def install(self, sandbox: Sandbox, *, timeout: float = 300.0) -> dict[str, str]:
+    def install(
+        self,
+        sandbox: Sandbox,
+        *,
+        timeout: float = 300.0,
+        env: Mapping[str, str] | None = None,
+    ) -> dict[str, str]:
         """Upload every bundle to ``<home>/tools/<name>``, source its install.sh, and return
-        the environment to pass to every later command (PATH with each bin/ prepended, and
-        whatever install.sh exported)."""
-        home = _home(sandbox)
-        probe = sandbox.run("env -0 && exit 0", timeout=timeout)
-        base = _parse_env0(probe.output)
-        path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
-        env: dict[str, str] = {
-            "ROOT": sandbox.repo_path,
-            "PGS_DIFF_EXCLUDE": ":".join(SCRATCH_DIRS),
-        }
-        for bundle in self.bundles:
-            target = f"{home}/tools/{bundle.name}"
-            try:
-                sandbox.upload(bundle.path, target)
-            except Exception as e:  # the sandbox's own errors, reported with the bundle named
-                raise ToolInstallError(f"cannot copy tool bundle {bundle.name!r}: {e}") from e
-            path = f"{target}/bin:{path}"
-            env["PATH"] = path
-            q = shlex.quote(target)
-            script = f"chmod +x {q}/bin/* 2>/dev/null; cd {q} || exit 1"
-            if (bundle.path / "install.sh").is_file():
-                script += (
-                    "; source install.sh; rc=$?; [ $rc -eq 0 ] || exit $rc"
-                    f"; chmod +x {q}/bin/* 2>/dev/null; printf '\\n%s\\n' {_ENV_MARK}"
-                    # `&& exit 0`: a last command is exec'd by bash; keep bash as the parent
-                    "; env -0 && exit 0"
-                )
-            result = sandbox.run(script, timeout=timeout, env=env)
-            if not result.ok:
-                raise ToolInstallError(
-                    f"installing tool bundle {bundle.name!r} failed (exit {result.exit_code}"
-                    f"{', timed out' if result.timed_out else ''}):\n{result.output[-2000:]}"
-                )
-            if _ENV_MARK in result.output:
-                after = _parse_env0(result.output.rpartition(f"\n{_ENV_MARK}\n")[2])
-                for key, value in after.items():
-                    if key not in _SHELL_VARS and base.get(key) != value:
-                        env[key] = value
-                path = env["PATH"]
-        return env
+        the environment to pass to every later command (:func:`agent.toolenv.install`);
+        ``env``: more variables for the tools (PROBLEM_STATEMENT)."""
+        return toolenv.install(
+            sandbox,
+            self.bundles,
+            registry=self.registry_variables,
+            env_variables={**self.env_variables, **(env or {})},
+            timeout=timeout,
+        )
 
     def state(self, sandbox: Sandbox, env: Mapping[str, str]) -> dict[str, Any]:
-        """Run the state commands, then read ``<home>/state.json`` ({} when there is none).
-
-        One sandbox round trip: the commands and the read are one shell command."""
-        if not self.state_commands:
-            return {}
-        steps = "; ".join(f"{{ {cmd} ; }} >/dev/null 2>&1" for cmd in self.state_commands)
-        state_file = f"{shlex.quote(_home(sandbox))}/state.json"
-        result = sandbox.run(f"{steps}; cat {state_file} 2>/dev/null", env=env, max_output=1 << 28)
-        try:
-            state = json.loads(result.output or "{}")
-        except ValueError:
-            return {}
-        return state if isinstance(state, dict) else {}
+        """Run the state commands, then read ``<home>/state.json`` ({} when there is none)."""
+        return toolenv.state(sandbox, self.state_commands, env)
 
     # -- for the model ----------------------------------------------------------------------
 
@@ -399,7 +400,7 @@ class Toolset:
                     "type": "function",
                     "function": {
                         "name": tool.name,
-                        "description": tool.docstring or "",
+                        "description": self.describe(tool),
                         "parameters": parameters,
                     },
                 }
@@ -412,9 +413,35 @@ class Toolset:
         for tool in self.tools.values():
             if tool.name == BASH_TOOL:
                 continue
-            doc = textwrap.indent((tool.docstring or "").strip(), "    ")
+            doc = textwrap.indent(self.describe(tool).strip(), "    ")
             blocks.append(f"{_text_usage(tool)}\n{doc}".rstrip())
         return "\n\n".join(blocks)
+
+    def guard_multiline(self, command: str) -> str:
+        """Text mode: a multi-line tool typed the way its signature shows it (``edit 6:6``, the
+        text, a line ``end_of_edit``) gets its text through a quoted heredoc, as SWE-agent's
+        parser does. Raises :class:`ToolCallError` when the closing line is missing."""
+        enders = {t.name: t.end_name for t in self.tools.values() if t.end_name}
+        lines = command.split("\n")
+        out: list[str] = []
+        i = 0
+        while i < len(lines):
+            line = lines[i]
+            words = line.split(maxsplit=1)
+            end = enders.get(words[0]) if words else None
+            if end is None or "<<" in line:
+                out.append(line)
+                i += 1
+                continue
+            close = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == end), None)
+            if close is None:
+                raise ToolCallError(
+                    f"`{words[0]}` takes its text on the lines after it, ended by a line holding "
+                    f"only `{end}`; that line is missing."
+                )
+            out += [f"{line.rstrip()} << '{end}'", *lines[i + 1 : close], end]
+            i = close + 1
+        return "\n".join(out)
 
     def to_command(self, name: str, arguments: Mapping[str, Any] | str | None) -> str:
         """The shell command for a tool call. Raises :class:`ToolCallError` (for the model)."""
@@ -428,24 +455,6 @@ class Toolset:
                 raise ToolCallError("The bash tool needs a non-empty `command`.")
             return str(command)
         return _render(tool, args)
-
-
-_ENV_MARK = "__PGS_TOOL_ENV__"
-_SHELL_VARS = {"PWD", "OLDPWD", "SHLVL", "_"}
-
-
-def _home(sandbox: Sandbox) -> str:
-    home = getattr(sandbox, "home", None)
-    return str(home) if home else "/root"
-
-
-def _parse_env0(text: str) -> dict[str, str]:
-    env = {}
-    for item in text.split("\0"):
-        key, sep, value = item.partition("=")
-        if sep and key and "\n" not in key:
-            env[key] = value
-    return env
 
 
 def _text_usage(tool: ToolSpec) -> str:
