@@ -63,14 +63,12 @@ def parse_env0(text: str) -> dict[str, str]:
 
 
 def _prelude(root: str, registry_file: str, shims: str) -> str:
-    """Shell run once before the bundles: scratch folders kept out of ``git add -A`` (SWE-agent's
+    """Shell run once before the bundles: scratch folders that ``git add -A`` skips (SWE-agent's
     submit stages everything), a ``python`` when there is only ``python3``, then the env."""
-    excludes = " ".join(shlex.quote(f"/{d}/") for d in SCRATCH_DIRS)
+    scratch = " ".join(shlex.quote(d) for d in SCRATCH_DIRS)
     return (
-        f"cd {shlex.quote(root)} 2>/dev/null"
-        " && f=$(git rev-parse --git-path info/exclude 2>/dev/null)"
-        f' && mkdir -p "$(dirname "$f")" && for d in {excludes}; do'
-        ' grep -qxF "$d" "$f" 2>/dev/null || echo "$d" >> "$f"; done; '
+        f"cd {shlex.quote(root)} 2>/dev/null && for d in {scratch}; do mkdir -p \"$d\""
+        ' && { [ -e "$d/.gitignore" ] || echo "*" > "$d/.gitignore"; }; done; '
         f"mkdir -p {shims} && if ! command -v python >/dev/null 2>&1; then"
         f' p=$(command -v python3) && ln -sf "$p" {shims}/python; fi; '
         f"rm -f {shlex.quote(registry_file.rsplit('/', 1)[0])}/model.patch; "

@@ -1,0 +1,1 @@
+pip install 'six==1.16.0'
