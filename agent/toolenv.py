@@ -67,7 +67,7 @@ def _prelude(root: str, registry_file: str, shims: str) -> str:
     submit stages everything), a ``python`` when there is only ``python3``, then the env."""
     scratch = " ".join(shlex.quote(d) for d in SCRATCH_DIRS)
     return (
-        f"cd {shlex.quote(root)} 2>/dev/null && for d in {scratch}; do mkdir -p \"$d\""
+        f'cd {shlex.quote(root)} 2>/dev/null && for d in {scratch}; do mkdir -p "$d"'
         ' && { [ -e "$d/.gitignore" ] || echo "*" > "$d/.gitignore"; }; done; '
         f"mkdir -p {shims} && if ! command -v python >/dev/null 2>&1; then"
         f' p=$(command -v python3) && ln -sf "$p" {shims}/python; fi; '

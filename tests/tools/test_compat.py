@@ -127,9 +127,11 @@ def test_pip_install_in_install_sh_is_done_in_the_tools_image(
     toolset = compat_toolset("pipdep")
     # In a sandbox without network, install.sh cannot reach the index: the error names the
     # bundle, the line of install.sh and why.
-    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=repo) as box:
-        with pytest.raises(ToolInstallError) as failed:
-            ToolBox(box, toolset)
+    with (
+        DockerSandbox(DockerSandboxConfig(image=base_image), repo=repo) as box,
+        pytest.raises(ToolInstallError) as failed,
+    ):
+        ToolBox(box, toolset)
     message = str(failed.value)
     assert "'pipdep'" in message and "line 1: pip install 'six==1.16.0'" in message
     assert "network" in message
