@@ -20,7 +20,7 @@ import json
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from envs.sandbox import SCRATCH_DIRS, Sandbox
 if TYPE_CHECKING:
     import docker
 
-    from agent.tools import Bundle
+    from agent.tools import Bundle, Toolset
 
 ENV_MARK = "__PGS_TOOL_ENV__"
 FAILED_MARK = "__PGS_INSTALL_FAILED__"
@@ -220,6 +220,22 @@ def _content_digest(bundles: Sequence[Bundle]) -> list[Any]:
                 continue
             files.append([bundle.name, str(path.relative_to(bundle.path)), path.read_bytes().hex()])
     return files
+
+
+def sandbox_image(image: str, toolset: Toolset, status: Callable[[str], None]) -> str:
+    """The image to start: ``image`` itself, or its tools layer when a bundle has install.sh."""
+    if not needs_image(toolset.bundles):
+        return image
+    from envs.docker_util import docker_client
+
+    status("installing the tool bundles in the image, network on (cached after the first time)")
+    return tools_image(
+        docker_client(),
+        image,
+        toolset.bundles,
+        env_variables=toolset.env_variables,
+        registry=toolset.registry_variables,
+    )
 
 
 def tools_image(

@@ -489,6 +489,18 @@ def test_long_output_is_cut_in_the_middle_with_a_note(
     assert "characters omitted" in seen and "head, tail, grep" in seen
 
 
+def test_a_huge_output_says_how_much_was_really_cut(
+    repo: Path, base_image: str, tmp_path: Path
+) -> None:
+    # 50 MB: the sandbox keeps 1 MB of it, the prompt 12 000 characters; the note counts both.
+    huge = "python3 -c \"import sys; sys.stdout.write('x' * 50_000_000)\""
+    run = run_agent(repo, [bash(huge), SUBMIT], base_image, tmp_path / "out")
+
+    seen = last_message(run.requests[1])["content"]
+    assert f"[... {50_000_000 - 12_000} characters omitted;" in seen
+    assert len(seen) < 12_200
+
+
 def test_older_observations_are_elided_in_the_prompt_but_kept_in_the_traj(
     repo: Path, base_image: str, tmp_path: Path
 ) -> None:
