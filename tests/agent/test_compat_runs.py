@@ -25,14 +25,10 @@ OFFLINE_CHECK = (
 OBSERVATION = "{{observation}}\n(Open file: {{open_file}})\n(Current directory: {{working_dir}})"
 
 
-@pytest.fixture(autouse=True)
-def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):  # the scripted model, never a real one
+        monkeypatch.delenv(var, raising=False)
     return make_repo(tmp_path / "textutil", BUGGY)
 
 
