@@ -19,8 +19,9 @@ prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedbac
 Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
 skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
 instance (a failed image build, a sandbox error) is recorded as ``exit_error`` with its message
-in the ``.traj`` and the batch goes on. Ctrl-C once: no new instance starts, the running ones
-finish; twice: stop now (containers of running instances are removed).
+in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :func:`agent.cli.
+stop_signals`) once: no new instance starts, the running ones finish, exit code 130; twice: stop
+now (containers of running instances are removed; a repeated SIGHUP is ignored).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import tempfile
 import threading
 import time
@@ -310,7 +310,7 @@ class Batch:
                         self._abandon(pool, console)
                     console.print(
                         "interrupted: no new instance starts; the running ones finish "
-                        "(Ctrl-C again to stop now)"
+                        "(Ctrl-C or SIGTERM again to stop now)"
                     )
                     continue
                 for future in done:
@@ -325,6 +325,7 @@ class Batch:
 
     def _abandon(self, pool: ThreadPoolExecutor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
+        from agent.cli import INTERRUPTED
         from envs.docker_util import LABEL, PID_LABEL, docker_client
 
         with contextlib.suppress(Exception):
@@ -334,7 +335,7 @@ class Batch:
                 container.remove(force=True)
         pool.shutdown(wait=False, cancel_futures=True)
         console.print(f"stopped; finished predictions are in {self.preds_path}")
-        os._exit(130)
+        os._exit(INTERRUPTED)
 
 
 # -- pgs batch --------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ def register_batch(commands: Any) -> None:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from agent.cli import default_output_dir
+    from agent.cli import INTERRUPTED, default_output_dir
 
     config = load_config(args.config, flag_overrides(args))
     if args.workers < 1:
@@ -404,13 +405,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         workers=args.workers,
     )
     err.print(f"{len(chosen)} instances, {args.workers} workers, output in {output_dir}")
-    previous = signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # kill: like a Ctrl-C
-    try:
-        statuses, skipped = batch.run()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    statuses, skipped = batch.run()
     print_statuses(statuses, skipped, batch)
+    if batch.stop.is_set():
+        err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")
+        return INTERRUPTED
     failed = sum(n for s, n in statuses.items() if not s.startswith(("submitted", "not started")))
     return 1 if failed else 0
 

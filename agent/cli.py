@@ -1,4 +1,9 @@
-"""``pgs``: the command line. Every user mistake is one ``pgs: error:`` line and exit code 2."""
+"""``pgs``: the command line. Every user mistake is one ``pgs: error:`` line and exit code 2.
+
+Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:func:`stop_signals`): a
+KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
+sandboxes are closed as the stack unwinds, and ``pgs`` exits with :data:`INTERRUPTED` (130).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,13 @@ import argparse
 import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +57,10 @@ USER_ERRORS = (
     ToolInstallError,
     ScriptError,
 )
+#: Exit code of a command ended by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, whatever the signal).
+INTERRUPTED = 130
+#: Signals that end a command the way Ctrl-C does.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 EXAMPLES = Path(__file__).parent / "examples"
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -129,7 +141,8 @@ def _run_with_progress(task: Any, config: Any, output_dir: Path) -> RunResult:
             return run_task(task, config, output_dir, status=on_status, on_step=on_step)
         except KeyboardInterrupt:
             traj = output_paths(output_dir, task.instance_id)["traj"]
-            err.print(f"interrupted; the trajectory so far is in {traj}")
+            if traj.exists():  # not before the agent started
+                err.print(f"interrupted; the trajectory so far is in {traj}")
             raise
 
 
@@ -278,6 +291,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextmanager
+def stop_signals(received: list[signal.Signals]) -> Iterator[None]:
+    """Within the block, SIGINT, SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread,
+    so all three unwind like Ctrl-C; each one is appended to ``received``. A signal the parent
+    set to be ignored (``nohup`` ignores SIGHUP) stays ignored; outside the main thread (where
+    Python cannot set handlers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        sig = signal.Signals(signum)
+        if sig == signal.SIGHUP:
+            if received:  # the kernel and the shell may both send one; the cleanup must finish
+                return
+            _leave_dead_terminal()
+        received.append(sig)
+        raise KeyboardInterrupt
+
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    for sig, old in previous.items():
+        if old is not signal.SIG_IGN:
+            signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _leave_dead_terminal() -> None:
+    """After a hang-up, writing to the terminal fails (EIO) and would turn the clean unwinding
+    into a crash: stdout and stderr that are a terminal go to /dev/null instead."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for fd in (1, 2):
+            if os.isatty(fd):
+                os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -285,14 +340,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="pgs: %(levelname)s: %(message)s",
     )
+    received: list[signal.Signals] = []
     try:
-        code: int = args.func(args)
+        with stop_signals(received):
+            code: int = args.func(args)
     except USER_ERRORS as e:
         print_error(str(e))
         return USER_ERROR
     except KeyboardInterrupt:
-        print_error("interrupted")
-        return 130
+        by = f" by {received[0].name}" if received and received[0] != signal.SIGINT else ""
+        print_error(f"interrupted{by}")
+        return INTERRUPTED
     return code
 
 

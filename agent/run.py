@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 import shlex
 import subprocess
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from envs.images import RepoImageSpec
 
 Status = Callable[[str], None]
+logger = logging.getLogger(__name__)
 
 
 class InputError(ValueError):
@@ -114,9 +116,18 @@ def open_sandbox(
         copied = isinstance(box, LocalSandbox) or _upload_if_missing(box, repo, status)
         _carry_working_tree(box, repo, copied=copied)
     except BaseException:
-        box.close()
+        close_after_error(box)
         raise
     return box
+
+
+def close_after_error(box: Sandbox) -> None:
+    """Close ``box`` while an error or an interrupt unwinds. A failure to close is only a
+    warning: what ended the run stays what the user sees, and what the exit code says."""
+    try:
+        box.close()
+    except Exception as e:
+        logger.warning("could not close the sandbox: %s", e)
 
 
 def _upload_if_missing(box: Sandbox, repo: Path, status: Status) -> bool:
@@ -230,7 +241,8 @@ def run_task(
     traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
     model = get_model(config.model, global_stats)
     toolset = Toolset.from_paths(config.tools.bundles)
-    with open_sandbox(config, task.repo, run_id, status, task.image_spec) as sandbox:
+    sandbox = open_sandbox(config, task.repo, run_id, status, task.image_spec)
+    try:
         status("the agent is working")
         reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, status)
         agent = Agent(
@@ -246,6 +258,10 @@ def run_task(
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:
             write_atomic(paths["properties"], reviewer.properties_patch())
+    except BaseException:
+        close_after_error(sandbox)
+        raise
+    sandbox.close()
     write_atomic(paths["patch"], result.submission)
     pred = {
         "instance_id": task.instance_id,
