@@ -362,7 +362,12 @@ def register_batch(commands: Any) -> None:
     parser.add_argument("--shuffle", action="store_true", help="shuffle before slicing")
     parser.add_argument("--seed", type=int, default=42, help="seed of --shuffle")
     parser.add_argument("--workers", type=int, default=1, help="instances run at once")
-    parser.add_argument("--output-dir", type=Path, help="default: trajectories/<time>-<model>")
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        help="default: a new folder trajectories/<time>-<model>-<random>; give the folder of "
+        "an earlier batch to resume it",
+    )
     parser.add_argument("--redo", action="store_true", help="rerun finished instances too")
     parser.add_argument(
         "--hints", action="store_true", help="append each instance's hints_text to the issue"

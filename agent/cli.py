@@ -8,6 +8,7 @@ sandboxes are closed as the stack unwinds, and ``pgs`` exits with :data:`INTERRU
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import shutil
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,6 +39,7 @@ from agent.pr import (
 from agent.run import (
     InputError,
     apply_patch,
+    check_output_dir,
     check_repo,
     load_issue,
     output_paths,
@@ -66,8 +69,10 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def default_output_dir(model: str) -> Path:
+    """``trajectories/<time>-<model>-<random>``: two runs started in the same second get two
+    folders."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}"
+    return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}-{uuid.uuid4().hex[:6]}"
 
 
 # -- pgs run ----------------------------------------------------------------------------------
@@ -94,7 +99,14 @@ def add_run_parser(subparsers: Any) -> None:
     run.add_argument(
         "--output-dir",
         type=Path,
-        help="where <id>/<id>.traj, .patch, .pred go (default: trajectories/<time>-<model>)",
+        help="where <id>/<id>.traj, .patch, .pred go (default: a new folder "
+        "trajectories/<time>-<model>-<random>); a folder holding a run of the same issue is "
+        "refused unless --overwrite",
+    )
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the results of a previous run of the same issue in --output-dir",
     )
     run.add_argument("--apply", action="store_true", help="apply the patch to --repo at the end")
     run.add_argument(
@@ -109,12 +121,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     output_dir = args.output_dir or default_output_dir(config.model.name)
     image_spec = setup_spec(args.setup, config)
+    run = functools.partial(_run_with_progress, overwrite=args.overwrite)
     if is_github_run(args):  # an issue URL: agent/pr.py clones, runs, opens the PR
-        return run_github_issue(args, config, output_dir, image_spec, _run_with_progress, _report)
+        return run_github_issue(args, config, output_dir, image_spec, run, _report)
     check_local_flags(args)
     repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
     task = with_image_spec(load_issue(args.issue, repo), image_spec)
-    result = _run_with_progress(task, config, output_dir)
+    result = run(task, config, output_dir)
     _report(result, output_paths(output_dir, task.instance_id))
     if args.apply and result.submission.strip():
         apply_patch(repo, result.submission)
@@ -122,7 +135,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if result.exit_status == "submitted" else 1
 
 
-def _run_with_progress(task: Any, config: Any, output_dir: Path) -> RunResult:
+def _run_with_progress(
+    task: Any, config: Any, output_dir: Path, *, overwrite: bool = False
+) -> RunResult:
+    check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
     started = time.monotonic()
     with err.status(f"{task.instance_id}: starting") as status:
 
@@ -237,7 +253,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             err.print(f"no OPENAI_API_KEY: replaying a recorded session through {server.url}")
         try:
             config = load_config(None, overrides)
-            result = _run_with_progress(task, config, args.output_dir)
+            # The demo's folder is the demo's own: each demo replaces the last one's results.
+            result = _run_with_progress(task, config, args.output_dir, overwrite=True)
         finally:
             if server is not None:
                 server.stop()

@@ -184,6 +184,22 @@ def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
     return paths
 
 
+def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> None:
+    """Refuse a folder that holds a previous run's results for ``instance_id``; with
+    ``overwrite`` remove them, so that the folder never mixes two runs' files."""
+    found = [p for p in output_paths(output_dir, instance_id).values() if p.exists()]
+    if not found:
+        return
+    if not overwrite:
+        names = ", ".join(p.name for p in found)
+        raise InputError(
+            f"{found[0].parent} already holds a run of {instance_id} ({names}): pass another "
+            "--output-dir, or --overwrite to replace it"
+        )
+    for path in found:
+        path.unlink()
+
+
 def make_reviewer(
     config: RunConfig,
     task: Task,
