@@ -90,7 +90,8 @@ def add_run_parser(subparsers: Any) -> None:
     run.add_argument(
         "--issue",
         required=True,
-        help="a file holding the issue, its text, or a GitHub issue URL "
+        help="a file holding the issue (a single word ending in .md or .txt, or holding a "
+        "'/', must be an existing file), the issue's text, or a GitHub issue URL "
         "(https://github.com/OWNER/REPO/issues/N: the repository is cloned)",
     )
     run.add_argument(

@@ -79,11 +79,31 @@ def check_repo(repo: Path, *, allow_dirty: bool) -> Path:
     return repo
 
 
+def looks_like_path(issue: str) -> bool:
+    """One word that ends in .md or .txt or holds a '/': meant as a file, not as the issue's
+    text (which has spaces: "parse_date('2024/02/30') should raise" is text)."""
+    word = issue.strip()
+    return (
+        bool(word)
+        and not any(c.isspace() for c in word)
+        and ("/" in word or word.lower().endswith((".md", ".txt")))
+    )
+
+
 def load_issue(issue: str, repo: Path) -> Task:
-    """``issue`` is a file's path or the issue's text itself."""
-    path = Path(issue).expanduser()
+    """``issue`` is a file's path or the issue's text itself; a word that looks like a path
+    (:func:`looks_like_path`) must be an existing file."""
+    path = Path(issue.strip()).expanduser()
     is_file = len(issue) < 1024 and "\n" not in issue and path.is_file()
-    text = path.read_text(encoding="utf-8") if is_file else issue
+    if not is_file and looks_like_path(issue):
+        what = "is a folder" if path.is_dir() else "no such file"
+        raise InputError(
+            f"--issue {issue.strip()}: {what}; give an existing file or the issue's text"
+        )
+    try:
+        text = path.read_text(encoding="utf-8") if is_file else issue
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"--issue {path}: cannot read it as UTF-8 text ({e})") from None
     if not text.strip():
         where = f"the file {path}" if is_file else "the --issue text"
         raise InputError(f"{where} is empty: describe the problem to fix")
