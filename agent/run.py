@@ -21,6 +21,7 @@ from agent.feedback import get_counter
 from agent.loop import Agent, RunResult
 from agent.models import GlobalStats, get_model
 from agent.pgs import PGS
+from agent.toolenv import sandbox_image
 from agent.tools import Toolset
 from agent.trajectory import Trajectory, secrets_from_env, write_atomic
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
@@ -118,7 +119,10 @@ def open_sandbox(
     run_id: str,
     status: Status,
     image_spec: RepoImageSpec | None = None,
+    toolset: Toolset | None = None,
 ) -> Sandbox:
+    """The run's sandbox; a Docker one starts from the image with ``toolset``'s bundles
+    installed when one has an install.sh (:func:`agent.toolenv.sandbox_image`)."""
     box: Sandbox
     if isinstance(config.sandbox, DockerSandboxConfig):
         sandbox_config = config.sandbox
@@ -128,6 +132,9 @@ def open_sandbox(
             status("preparing the repository image (cached after the first time)")
             image = build_repo_image(repo, spec=image_spec, status=status, run_id=run_id)
             sandbox_config = sandbox_config.model_copy(update={"image": image.tag})
+        if toolset is not None and sandbox_config.image:
+            tools_image = sandbox_image(sandbox_config.image, toolset, status)
+            sandbox_config = sandbox_config.model_copy(update={"image": tools_image})
         status("starting the sandbox")
         box = DockerSandbox(sandbox_config, run_id=run_id)
     else:
@@ -276,8 +283,12 @@ def run_task(
     traj.info["instance_id"] = task.instance_id
     traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
     model = get_model(config.model, global_stats)
-    toolset = Toolset.from_paths(config.tools.bundles)
-    sandbox = open_sandbox(config, task.repo, run_id, status, task.image_spec)
+    toolset = Toolset.from_paths(
+        config.tools.bundles,
+        registry_variables=config.tools.registry_variables,
+        env_variables=config.tools.env_variables,
+    )
+    sandbox = open_sandbox(config, task.repo, run_id, status, task.image_spec, toolset)
     try:
         status("the agent is working")
         reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, status)
