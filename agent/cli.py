@@ -8,6 +8,7 @@ sandboxes are closed as the stack unwinds, and ``pgs`` exits with :data:`INTERRU
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import logging
 import os
@@ -15,6 +16,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import termios
 import threading
 import time
 import uuid
@@ -345,10 +347,20 @@ def _leave_dead_terminal() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         for fd in (1, 2):
-            if os.isatty(fd):
+            if _is_terminal(fd):
                 os.dup2(devnull, fd)
     finally:
         os.close(devnull)
+
+
+def _is_terminal(fd: int) -> bool:
+    """Like ``os.isatty``, but also True for a terminal that hung up (its ioctls fail with EIO,
+    so ``isatty`` says False)."""
+    try:
+        termios.tcgetattr(fd)
+    except termios.error as e:
+        return bool(e.args and e.args[0] == errno.EIO)
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
