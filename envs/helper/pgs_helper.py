@@ -7,6 +7,11 @@ in the request (no shell state carries over), and the whole group is killed when
 ends or times out, so background children never outlive it. Output is capped: the head and the
 tail are kept and the number of bytes dropped is reported.
 
+The helper lives exactly as long as its connection: at end of stdin (the owner closed the
+sandbox or died, SIGKILL included), even in the middle of a command, it kills that command's
+group and exits. In a Docker sandbox it is the container's main process, so the container
+stops then, and Docker removes it.
+
 Standard library only, and compatible with Python 3.7+: it runs on the sandbox's system Python,
 whatever Python the repository uses.
 """
@@ -21,6 +26,38 @@ import sys
 import time
 
 _out = sys.stdout.buffer
+
+
+class Hangup(BaseException):
+    """End of stdin: the owner is gone. Not an Exception, so no request handler reports it."""
+
+
+class Requests(object):
+    """Request lines from a file descriptor, read with os.read so that a running command's
+    pump can watch the same descriptor for the end of stdin (the selector and Python's own
+    buffering of sys.stdin would disagree about what is left to read)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.pending = bytearray()
+
+    def fill(self):
+        """Read what is there; raises Hangup at end of stream."""
+        chunk = os.read(self.fd, 65536)
+        if not chunk:
+            raise Hangup()
+        self.pending += chunk
+
+    def readline(self):
+        while b"\n" not in self.pending:
+            self.fill()
+        end = self.pending.index(b"\n") + 1
+        line = bytes(self.pending[:end])
+        del self.pending[:end]
+        return line
+
+
+_in = Requests(sys.stdin.fileno())
 
 
 def reply(message):
@@ -70,32 +107,44 @@ def _kill_group(pgid):
 
 
 def _pump(proc, buf, timeout):
-    """Read the command's output until it closes or the time limit; True when out of time."""
+    """Read the command's output until it ends or runs out of time; True when out of time.
+
+    Watches stdin meanwhile: Hangup (the owner is gone) ends the wait at once."""
     deadline = None if timeout is None else time.monotonic() + timeout
     fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
+    sel.register(_in.fd, selectors.EVENT_READ)
+    output_open = True
+    # Once the output has closed, the command may still be exiting (rm, git and env close
+    # their output first): poll for its end, briefly at first, so it is not killed in that gap.
+    delay = 0.0002
     try:
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return proc.poll() is None
-            if not sel.select(left if left is None else min(left, 0.5)):
-                # A background child that left the group (setsid) may hold the pipe open
-                # after the command itself ended: stop reading once the command is gone.
-                if proc.poll() is not None:
-                    return False
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                # The output closed; the command may still be exiting (rm, git and env close
-                # their output first): wait for it, or it would be killed in that gap.
-                try:
-                    proc.wait(timeout=None if deadline is None else max(left, 0))
-                except subprocess.TimeoutExpired:
-                    return True
+            if output_open:
+                events = sel.select(0.5 if left is None else min(left, 0.5))
+            else:
+                # epoll waits whole milliseconds: sleep, then look at stdin without waiting.
+                time.sleep(delay if left is None else min(left, delay))
+                delay = min(delay * 2, 0.05)
+                events = sel.select(0)
+            for key, _ in events:
+                if key.fd == _in.fd:
+                    _in.fill()
+                    continue
+                chunk = os.read(fd, 65536)
+                if chunk:
+                    buf.add(chunk)
+                else:
+                    sel.unregister(fd)
+                    output_open = False
+            # Without output: a background child that left the group (setsid) may hold the
+            # pipe open after the command itself ended, so stop once the command is gone.
+            if (not output_open or not events) and proc.poll() is not None:
                 return False
-            buf.add(chunk)
     finally:
         sel.close()
 
@@ -183,11 +232,13 @@ def run(req):
         return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
                 "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
 
-    timed_out = _pump(proc, buf, timeout)
-    # The command is over (or out of time): end everything it started in its group.
-    _kill_group(proc.pid)
-    proc.wait()
-    proc.stdout.close()
+    try:
+        timed_out = _pump(proc, buf, timeout)
+    finally:
+        # The command is over, out of time or orphaned: end everything it started in its group.
+        _kill_group(proc.pid)
+        proc.wait()
+        proc.stdout.close()
     data, truncated = buf.render()
     return {
         "output": data.decode("utf-8", "replace"),
@@ -234,20 +285,19 @@ def main():
     # Replies go through our own handle on the real stdout; nothing else may write there.
     sys.stdout = sys.stderr
     reply({"id": None, "ready": True, "pid": os.getpid()})
-    stdin = sys.stdin.buffer
-    while True:
-        line = stdin.readline()
-        if not line:
-            return
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            req = json.loads(line.decode("utf-8"))
-        except ValueError as e:
-            reply({"id": None, "error": "bad request: %s" % e})
-            continue
-        handle(req)
+    try:
+        while True:
+            line = _in.readline().strip()
+            if not line:
+                continue
+            try:
+                req = json.loads(line.decode("utf-8"))
+            except ValueError as e:
+                reply({"id": None, "error": "bad request: %s" % e})
+                continue
+            handle(req)
+    except Hangup:
+        return
 
 
 if __name__ == "__main__":
