@@ -1,11 +1,18 @@
-"""The one place that connects to the Docker daemon, labels what pgs creates, translates errors."""
+"""The one place that connects to the Docker daemon, labels what pgs creates, translates errors.
+
+Every container also names its owner: the host, the pid and the start time of the process that
+created it (:func:`container_labels`). :func:`owner_gone` tells from those labels whether the
+owner has ended, so that debris can be removed without touching another live run's containers.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import TYPE_CHECKING
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from envs.errors import DISK_FULL_HINT, DiskFull, DockerUnavailable, EnvError, looks_like_disk_full
 
@@ -18,6 +25,10 @@ LABEL = "pgs-agent"
 RUN_LABEL = "pgs-agent.run"
 #: The process that created a container (a test session finds its own leaks by it).
 PID_LABEL = "pgs-agent.pid"
+#: The host that process runs on (its pid means nothing elsewhere).
+HOST_LABEL = "pgs-agent.host"
+#: When that process started, in clock ticks after boot (a reused pid has another start).
+STARTED_LABEL = "pgs-agent.started"
 
 
 def labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
@@ -28,8 +39,89 @@ def labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
 
 
 def container_labels(run_id: str | None = None, **extra: str) -> dict[str, str]:
-    """Labels for a container: those of :func:`labels` plus the creating process."""
-    return {**labels(run_id, **extra), PID_LABEL: str(os.getpid())}
+    """Labels for a container: those of :func:`labels` plus its owner, this process."""
+    owner = {PID_LABEL: str(os.getpid()), HOST_LABEL: socket.gethostname()}
+    stat = _process_stat(os.getpid())
+    if stat is not None:
+        owner[STARTED_LABEL] = stat[1]
+    return {**labels(run_id, **extra), **owner}
+
+
+def _process_stat(pid: int) -> tuple[str, str] | None:
+    """(state, start time) of process ``pid`` from /proc, or None (no such process, no /proc)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat_fields(text)
+
+
+def stat_fields(text: str) -> tuple[str, str] | None:
+    """(state, start time) from the text of /proc/<pid>/stat, or None if it is cut short."""
+    # After "pid (comm)", whose comm may hold spaces and parentheses: fields 3 (state) onwards.
+    fields = text.rpartition(")")[2].split()
+    return (fields[0], fields[19]) if len(fields) > 19 else None
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    stat = _process_stat(pid)
+    return stat is None or stat[0] not in ("Z", "X")  # a zombie has ended
+
+
+def owner_gone(found: Mapping[str, str]) -> bool:
+    """Whether a container's labels ``found`` name an owner process on this host that has ended.
+
+    False whenever that cannot be told: another host's container, or no owner label at all.
+    A container of an older pgs has a pid but no host: it counts as this host's. With a start
+    time, a running process under the same pid that started at another time is not the owner.
+    """
+    if found.get(HOST_LABEL, socket.gethostname()) != socket.gethostname():
+        return False
+    try:
+        pid = int(found[PID_LABEL])
+    except (KeyError, ValueError):
+        return False
+    if pid <= 0:
+        return False
+    if not _running(pid):
+        return True
+    started = found.get(STARTED_LABEL)
+    stat = _process_stat(pid)
+    return started is not None and stat is not None and stat[1] != started
+
+
+def remove_container(client: docker.DockerClient, container_id: str) -> bool:
+    """Force-remove a container; False when it was gone already or Docker was removing it (a
+    container made with auto_remove goes by itself once it stops): then this waits for that."""
+    import docker.errors
+    import requests.exceptions
+
+    try:
+        client.api.remove_container(container_id, force=True)
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as e:
+        if e.status_code != 409:  # 409: "removal of container ... is already in progress"
+            raise
+        with suppress(docker.errors.NotFound, requests.exceptions.RequestException):
+            client.api.wait(container_id, timeout=30, condition="removed")
+        return False
+    return True
+
+
+def list_containers(client: docker.DockerClient, *label_filters: str) -> list[dict[str, Any]]:
+    """Containers (all states) carrying every label filter (``key`` or ``key=value``), as the
+    daemon lists them (``Id``, ``Names``, ``Labels``, ``State``...): one request, no inspect."""
+    found: list[dict[str, Any]] = client.api.containers(
+        all=True, filters={"label": list(label_filters)}
+    )
+    return found
 
 
 def _unavailable(error: Exception) -> DockerUnavailable:

@@ -1,11 +1,26 @@
-"""Finding and removing what pgs made: images and containers labelled ``pgs-agent=1``."""
+"""Finding and removing what pgs made: images and containers labelled ``pgs-agent=1``.
+
+:func:`prune` removes all of it, live runs' containers included; :func:`reap_orphans` only the
+containers whose owner process on this host has ended (see ``envs.docker_util.owner_gone``),
+which a sandbox removes by itself in any case (``envs/docker_sandbox.py``): it catches what an
+older pgs, or a daemon that failed to remove a container, left behind.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from envs.docker_util import LABEL, RUN_LABEL, docker_client, translate_errors
+from envs.docker_util import (
+    LABEL,
+    PID_LABEL,
+    RUN_LABEL,
+    docker_client,
+    list_containers,
+    owner_gone,
+    remove_container,
+    translate_errors,
+)
 from envs.errors import EnvError, ImageNotFound
 
 if TYPE_CHECKING:
@@ -33,29 +48,26 @@ def list_pgs(client: docker.DockerClient | None = None, *, run_id: str | None = 
     with translate_errors("list pgs images and containers"):
         return PgsObjects(
             images=client.images.list(filters=_filters(run_id)),
-            containers=client.containers.list(all=True, filters=_filters(run_id)),
+            containers=client.containers.list(
+                all=True, filters=_filters(run_id), ignore_removed=True
+            ),
         )
 
 
 def prune(
     client: docker.DockerClient | None = None, *, run_id: str | None = None
 ) -> tuple[int, int]:
-    """Remove every container, then every image, labelled pgs-agent=1 (or only ``run_id``'s).
+    """Remove every container, then every image, labelled pgs-agent=1 (or only ``run_id``'s),
+    those of live runs included.
 
     Returns (containers removed, images removed).
     """
-    import docker.errors
-
     client = client or docker_client()
     found = list_pgs(client, run_id=run_id)
     containers = 0
     with translate_errors("remove pgs containers"):
         for container in found.containers:
-            try:
-                container.remove(force=True)
-                containers += 1
-            except docker.errors.NotFound:
-                pass
+            containers += remove_container(client, container.id)
     # Repository images are children of base images: remove them first, retry what refused.
     pending = sorted(found.images, key=lambda i: (i.labels or {}).get(f"{LABEL}.kind") == "base")
     images = 0
@@ -77,3 +89,23 @@ def prune(
         names = ", ".join(i.tags[0] if i.tags else i.short_id for i in pending)
         raise EnvError(f"could not remove {names}: see `docker image rm` for the reason")
     return containers, images
+
+
+def orphans(client: docker.DockerClient | None = None) -> list[dict[str, Any]]:
+    """pgs containers whose owner process on this host has ended, as the daemon lists them."""
+    client = client or docker_client()
+    with translate_errors("list pgs containers"):
+        found = list_containers(client, f"{LABEL}=1", PID_LABEL)
+    return [c for c in found if owner_gone(c.get("Labels") or {})]
+
+
+def reap_orphans(client: docker.DockerClient | None = None) -> int:
+    """Remove the containers of :func:`orphans`; returns how many this call removed.
+
+    Never a container of a live run, on this host or another."""
+    client = client or docker_client()
+    removed = 0
+    for container in orphans(client):
+        with translate_errors(f"remove container {container['Id'][:12]}"):
+            removed += remove_container(client, container["Id"])
+    return removed
