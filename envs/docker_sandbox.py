@@ -1,23 +1,32 @@
 """DockerSandbox: one container per task, one helper process inside it.
 
-The container starts with ``sleep infinity`` under Docker's init (which reaps orphans). One
-``docker exec`` starts the helper (``envs/helper/pgs_helper.py``) with its stdin attached; every
-command after that is a JSON line over the attach socket: well under a millisecond of overhead
-instead of the ~80 ms of a ``docker exec`` per command, and each command still runs in a fresh
-process group with its own working directory and environment, killed whole on timeout.
+The helper (``envs/helper/pgs_helper.py``) is the container's main process, under Docker's init
+(which reaps orphans), with its stdin attached; every command is a JSON line over the attach
+socket: well under a millisecond of overhead instead of the ~80 ms of a ``docker exec`` per
+command, and each command still runs in a fresh process group with its own working directory
+and environment, killed whole on timeout.
+
+The container lives no longer than its owner, this process, whatever ends it (SIGKILL
+included): Docker closes the helper's stdin when the attach connection closes (``StdinOnce``);
+the helper then kills the running command and exits, the container stops, and Docker removes
+it (``auto_remove``), all within a second. :meth:`DockerSandbox.close` removes it at once.
 
 Safe by default: no network (``network=True`` to opt in), memory / CPU / pids limits, no swap
-beyond the memory limit, and the labels ``pgs-agent=1`` and ``pgs-agent.run=<run id>`` so that
-``pgs env prune`` finds anything a crash left behind.
+beyond the memory limit, and the labels ``pgs-agent=1``, ``pgs-agent.run=<run id>`` and the
+owner's host, pid and start time (``envs/docker_util.py``). The first sandbox of a process
+removes the containers whose owner has ended (``reap_orphans``); ``pgs env prune`` removes
+every pgs container, live runs' included.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import socket
 import struct
 import tarfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -26,11 +35,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from envs.channel import HelperSandbox, helper_source
-from envs.docker_util import container_labels, docker_client, translate_errors
+from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
 
 HELPER_PATH = "/tmp/pgs_helper.py"
+
+logger = logging.getLogger(__name__)
 
 
 class DockerSandboxConfig(BaseModel):
@@ -56,7 +67,7 @@ class DockerSandboxConfig(BaseModel):
 
 
 class _SocketChannel:
-    """The attach socket of a ``docker exec`` without a TTY: frames of (stream, length, payload)."""
+    """The attach socket of a container without a TTY: frames of (stream, length, payload)."""
 
     def __init__(self, sock: Any) -> None:
         self._holder = sock
@@ -157,13 +168,22 @@ class DockerSandbox(HelperSandbox):
 
     def _start(self, repo: Path | None) -> None:
         cfg = self.config
+        _reap_orphans_once(self.client)
+        environment = {"HOME": self.home, **({} if cfg.network else {"PIP_NO_INDEX": "1"})}
         with translate_errors(f"starting a container of image {cfg.image}"):
             self.container = self.client.containers.create(
                 cfg.image,
-                command=["sleep", "infinity"],
+                # As the entrypoint: the image's own entrypoint and command are not run.
+                entrypoint=[cfg.python, "-u", HELPER_PATH],
                 name=f"pgs-{self.run_id}-{uuid.uuid4().hex[:6]}",
                 init=True,
-                detach=True,
+                # An open stdin, not detached: Docker closes the helper's stdin when the attach
+                # connection closes (StdinOnce), and removes the container once it stops.
+                stdin_open=True,
+                detach=False,
+                auto_remove=True,
+                # The helper's stdout carries every reply (files included): not for a log file.
+                log_config={"type": "none"},
                 labels=container_labels(self.run_id),
                 network_mode="bridge" if cfg.network else "none",
                 mem_limit=cfg.memory,
@@ -171,22 +191,18 @@ class DockerSandbox(HelperSandbox):
                 nano_cpus=int(cfg.cpus * 1e9),
                 pids_limit=cfg.pids_limit,
                 working_dir="/",
-                environment=None if cfg.network else {"PIP_NO_INDEX": "1"},
+                environment=environment,
             )
-            self.container.start()
             self.container.put_archive("/tmp", _tar_bytes(Path(HELPER_PATH).name, helper_source()))
-            if repo is not None:
-                self.upload(Path(repo), cfg.repo_path)
-            exec_id = self.client.api.exec_create(
-                self.container.id,
-                [cfg.python, "-u", HELPER_PATH],
-                stdin=True,
-                stdout=True,
-                stderr=True,
-                environment={"HOME": self.home},
-            )["Id"]
-            sock = self.client.api.exec_start(exec_id, socket=True)
-        self._attach(_SocketChannel(sock), timeout=cfg.startup_timeout)
+            # Attached before the start, so that no byte of the helper's output is missed.
+            sock = self.client.api.attach_socket(
+                self.container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+            )
+            self._channel = channel = _SocketChannel(sock)
+            self.container.start()
+        self._attach(channel, timeout=cfg.startup_timeout)
+        if repo is not None:
+            self.upload(Path(repo), cfg.repo_path)
 
     def _helper_stderr(self) -> str:
         channel = self._channel
@@ -204,16 +220,39 @@ class DockerSandbox(HelperSandbox):
                 raise SandboxError(f"could not copy {local} to {remote} in the sandbox")
 
     def close(self) -> None:
-        self._close_channel()
         container, self.container = self.container, None
-        if container is not None:
-            import docker.errors
+        try:
+            if container is not None:
+                import docker.errors
 
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:
-                pass
-            except docker.errors.DockerException as e:
-                raise SandboxError(
-                    f"could not remove container {container.name}: {e}; `pgs env prune` removes it"
-                ) from e
+                # Removed before the connection closes: else the helper exits on its own and
+                # Docker's auto-removal races with this one.
+                try:
+                    remove_container(self.client, container.id)
+                except docker.errors.DockerException as e:
+                    raise SandboxError(
+                        f"could not remove container {container.name}: {e}; "
+                        "`pgs env prune --orphans` removes it"
+                    ) from e
+        finally:
+            self._close_channel()
+
+
+#: Taken by the first sandbox of the process, never released: orphans are looked for once.
+_first_sandbox = threading.Lock()
+
+
+def _reap_orphans_once(client: Any) -> None:
+    """The first sandbox of a process removes what ended pgs processes left behind; a failure
+    there is logged, never raised: it must not cost the run."""
+    if not _first_sandbox.acquire(blocking=False):
+        return
+    from envs.images.housekeeping import reap_orphans
+
+    try:
+        removed = reap_orphans(client)
+    except Exception as e:
+        logger.warning("could not remove the containers of ended pgs runs: %s", e)
+        return
+    if removed:
+        logger.info("removed %d container(s) of ended pgs runs", removed)
