@@ -129,8 +129,13 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    containers, removed = images.prune(run_id=args.run)
-    print(f"removed {containers} container(s) and {removed} image(s)")
+    if args.orphans:
+        from envs.images.housekeeping import reap_orphans
+
+        print(f"removed {reap_orphans()} orphan container(s)")
+    else:
+        containers, removed = images.prune(run_id=args.run)
+        print(f"removed {containers} container(s) and {removed} image(s)")
     if args.cache:
         for folder in ("wheels", "build"):
             shutil.rmtree(images.cache_dir() / folder, ignore_errors=True)
@@ -199,9 +204,20 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     ls.set_defaults(func=user_errors(_ls))
 
     prune = commands.add_parser(
-        "prune", help="remove every container and image labelled pgs-agent=1"
+        "prune",
+        help="remove every container and image labelled pgs-agent=1, live runs' included",
+        description="Remove every container and image labelled pgs-agent=1, including the "
+        "containers of runs still going, which then fail. --orphans removes only the containers "
+        "whose pgs process has ended, which is safe while other runs go on.",
     )
-    prune.add_argument("--run", metavar="ID", help="only those of one run")
+    which = prune.add_mutually_exclusive_group()
+    which.add_argument("--run", metavar="ID", help="only the containers and images of one run")
+    which.add_argument(
+        "--orphans",
+        action="store_true",
+        help="only containers whose pgs process on this host has ended (no image); live "
+        "runs' containers are kept",
+    )
     prune.add_argument(
         "--cache", action="store_true", help="also delete the cached wheelhouses (~/.cache/pgs)"
     )
