@@ -67,7 +67,8 @@ def base_image(docker_client: Any) -> str:
 def _our_containers(client: Any) -> list[Any]:
     """Containers this test process started (other sessions may share the daemon)."""
     mine = [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]
-    return list(client.containers.list(all=True, filters={"label": mine}))
+    # ignore_removed: a container Docker removes by itself (auto_remove) may go while listed.
+    return list(client.containers.list(all=True, filters={"label": mine}, ignore_removed=True))
 
 
 @pytest.fixture(scope="session", autouse=True)

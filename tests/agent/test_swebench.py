@@ -30,7 +30,7 @@ from agent.swebench import (
     parse_python_map,
     select,
 )
-from envs.docker_util import LABEL, PID_LABEL
+from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
 from tests.agent.swe_dataset import Dataset, fixing_policy, make_dataset
 
@@ -375,10 +375,12 @@ def test_killing_a_batch_loses_no_finished_prediction(
                 proc.kill()
                 proc.wait()
             RELEASE.set()
-            # What `pgs env prune` does for a killed batch: its containers carry its pid.
-            mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={proc.pid}"]}
-            for container in docker_client.containers.list(all=True, filters=mine):
-                container.remove(force=True)
+            # A killed batch's containers go by themselves (Docker may be removing them now);
+            # any left carry its pid.
+            for container in list_containers(
+                docker_client, f"{LABEL}=1", f"{PID_LABEL}={proc.pid}"
+            ):
+                remove_container(docker_client, container["Id"])
     preds = json.loads((out / "preds.json").read_text())
     assert I1 in preds and preds[I1]["model_patch"].strip()
     assert I2 not in preds
