@@ -1,7 +1,7 @@
 """Client side of the helper protocol (``envs/helper/pgs_helper.py``), shared by both sandboxes.
 
 A :class:`Channel` is a pair of byte streams to one helper process: the Docker sandbox reads
-the demultiplexed attach socket of a ``docker exec``, the local sandbox the pipes of a
+the demultiplexed attach socket of its container, the local sandbox the pipes of a
 subprocess. :class:`HelperSandbox` implements the :class:`~envs.sandbox.Sandbox` operations on
 top of it, so both sandboxes behave the same way by construction.
 """
