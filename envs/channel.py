@@ -26,6 +26,9 @@ from envs.sandbox import (
     diff_command,
 )
 
+#: The line that stops the running command (the helper's CANCEL), and how long its reply may take.
+CANCEL = b"CANCEL\n"
+CANCEL_WAIT = 10.0
 #: Seconds a reply may lag behind the command's own time limit before the helper is presumed dead.
 REPLY_GRACE = 30.0
 
@@ -103,12 +106,28 @@ class HelperSandbox:
                 self._channel.send(payload)
             except OSError as e:
                 raise SandboxError(f"cannot reach the sandbox helper: {e}") from e
-            reply = self._read_reply(wait)
+            try:
+                reply = self._read_reply(wait)
+            except KeyboardInterrupt:  # Ctrl-C, SIGTERM: stop the command, then unwind
+                self._cancel(rid)
+                raise
         if reply.get("id") != rid:
             raise SandboxError(f"the sandbox helper answered out of order: {reply}")
         if "error" in reply:
             raise SandboxError(str(reply["error"]))
         return reply
+
+    def _cancel(self, rid: int) -> None:
+        """Stop the command of request ``rid`` and drop its reply, so that the next request
+        (the diff an interrupted run keeps) is answered at once and in order. If that fails
+        too, the channel is closed: later requests say the sandbox is closed."""
+        assert self._channel is not None
+        try:
+            self._channel.send(CANCEL)
+            while self._read_reply(CANCEL_WAIT).get("id") != rid:
+                pass
+        except BaseException:
+            self._close_channel()
 
     def _abs(self, path: str) -> str:
         return path if posixpath.isabs(path) else posixpath.join(self.repo_path, path)

@@ -7,6 +7,7 @@ your files. Only the repository is copied, so the original working tree is never
 from __future__ import annotations
 
 import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -38,21 +39,27 @@ class _PipeChannel:
         assert proc.stdin is not None and proc.stdout is not None
         self._stdin = proc.stdin
         self._stdout = proc.stdout
+        self._lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._read_lines, daemon=True).start()
 
     def send(self, data: bytes) -> None:
         self._stdin.write(data)
         self._stdin.flush()
 
     def readline(self, timeout: float | None) -> bytes:
-        result: list[bytes] = []
-        reader = threading.Thread(
-            target=lambda: result.append(self._stdout.readline()), daemon=True
-        )
-        reader.start()
-        reader.join(timeout)
-        if reader.is_alive():
-            raise TimeoutError
-        return result[0]
+        # One reader thread for the helper's life, lines in a queue: a wait cut short by an
+        # interrupt or a timeout leaves the line for the next call.
+        try:
+            return self._lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError from None
+
+    def _read_lines(self) -> None:
+        while True:
+            line = self._stdout.readline()
+            self._lines.put(line)
+            if not line:
+                return
 
     def close(self) -> None:
         self._stdin.close()

@@ -48,6 +48,14 @@ class Requests(object):
             raise Hangup()
         self.pending += chunk
 
+    def take_cancel(self):
+        """True (and the line consumed) when the owner asked to stop the running command."""
+        at = self.pending.find(CANCEL)
+        if at < 0 or (at > 0 and self.pending[at - 1:at] != b"\n"):
+            return False
+        del self.pending[at:at + len(CANCEL)]
+        return True
+
     def readline(self):
         while b"\n" not in self.pending:
             self.fill()
@@ -57,6 +65,8 @@ class Requests(object):
         return line
 
 
+#: A line the owner sends to stop the command it waits for (Ctrl-C, SIGTERM on its side).
+CANCEL = b"CANCEL\n"
 _in = Requests(sys.stdin.fileno())
 
 
@@ -109,7 +119,7 @@ def _kill_group(pgid):
 def _pump(proc, buf, timeout):
     """Read the command's output until it ends or runs out of time; True when out of time.
 
-    Watches stdin meanwhile: Hangup (the owner is gone) ends the wait at once."""
+    Watches stdin meanwhile: Hangup (the owner is gone) or a CANCEL line ends the wait at once."""
     deadline = None if timeout is None else time.monotonic() + timeout
     fd = proc.stdout.fileno()
     sel = selectors.DefaultSelector()
@@ -134,6 +144,8 @@ def _pump(proc, buf, timeout):
             for key, _ in events:
                 if key.fd == _in.fd:
                     _in.fill()
+                    if _in.take_cancel():
+                        return False
                     continue
                 chunk = os.read(fd, 65536)
                 if chunk:
@@ -288,7 +300,7 @@ def main():
     try:
         while True:
             line = _in.readline().strip()
-            if not line:
+            if not line or line == CANCEL.strip():  # a cancel that came after its command
                 continue
             try:
                 req = json.loads(line.decode("utf-8"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,6 +81,28 @@ def test_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
     assert "started" in result.output
     assert time.monotonic() - start < 20
     assert not _alive(sandbox, "child.pid")
+
+
+def test_an_interrupt_stops_the_command_and_the_sandbox_answers_at_once(
+    sandbox: Sandbox,
+) -> None:
+    # Ctrl-C (or SIGTERM, which pgs turns into one) while a command runs: the command is
+    # stopped, and the next request (the diff an interrupted run keeps) gets its own answer.
+    def interrupt(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            sandbox.run("echo started > started.txt; sleep 60; echo late > late.txt")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    after = sandbox.run("echo answered; ls")
+    assert after.output.startswith("answered\n") and after.duration < 5
+    assert "started.txt" in after.output and "late.txt" not in after.output
+    assert "started.txt" in sandbox.diff()
 
 
 def test_background_child_does_not_outlive_its_command(sandbox: Sandbox) -> None:
