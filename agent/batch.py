@@ -129,6 +129,8 @@ class Batch:
     workers: int = 1
     stats: GlobalStats = field(default_factory=GlobalStats)
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Set by a second interrupt: containers are being removed, the process is leaving.
+    abandoning: threading.Event = field(default_factory=threading.Event)
     preds: dict[str, dict[str, Any]] = field(default_factory=dict)
     preds_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -196,6 +198,9 @@ class Batch:
         except KeyboardInterrupt:
             raise
         except Exception as e:
+            if self.abandoning.is_set():  # its container went with the second interrupt
+                self._mark_interrupted(instance)
+                return "interrupted"
             exit_status, patch = "exit_error", self._record_crash(instance, e)
         finally:
             with progress.lock:
@@ -323,10 +328,20 @@ class Batch:
         pool.shutdown(wait=True)
         return statuses, skipped
 
+    def _mark_interrupted(self, instance: Instance) -> None:
+        """The ``.traj`` of a run cut by the second interrupt says so: a resume runs it again."""
+        path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data.setdefault("info", {})["exit_status"] = "interrupted"
+            write_atomic(path, json.dumps(data, indent=1))
+
     def _abandon(self, pool: ThreadPoolExecutor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
         from agent.cli import INTERRUPTED
         from envs.docker_util import LABEL, PID_LABEL, docker_client
+
+        self.abandoning.set()
 
         with contextlib.suppress(Exception):
             client = docker_client()

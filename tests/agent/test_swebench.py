@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 
+from agent.batch import finished_status
 from agent.cli import main
+from agent.run import output_paths
 from agent.server import ScriptedServer
 from agent.swebench import (
     Instance,
@@ -384,3 +386,5 @@ def test_killing_a_batch_loses_no_finished_prediction(
     preds = json.loads((out / "preds.json").read_text())
     assert I1 in preds and preds[I1]["model_patch"].strip()
     assert I2 not in preds
+    # The cut instance is not counted as finished: the next run (resume) does it again.
+    assert finished_status(output_paths(out, I2)["traj"]) is None
