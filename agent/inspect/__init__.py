@@ -1,0 +1,16 @@
+"""``pgs inspect``: see a run. A ``.traj``, a run folder or a batch folder becomes one
+self-contained static HTML page per trajectory (and an index for a batch).
+
+- :mod:`agent.inspect.model`: what is shown, as plain typed data (no HTML: a terminal view
+  reads the same records);
+- :mod:`agent.inspect.load`: reading pgs's and SWE-agent's files; whatever a file lacks is a
+  ``"missing: <what>"`` note, never a crash;
+- :mod:`agent.inspect.diff`: diffs parsed with ``unidiff``; the change between two candidates;
+- :mod:`agent.inspect.html`: the pages (jinja2 templates in ``templates/``, CSS and JS inlined,
+  nothing loaded from anywhere);
+- :mod:`agent.inspect.cli`: the command (``register`` adds it to a CLI).
+"""
+
+from agent.inspect.load import InspectError, load, load_batch, load_trajectory, resolve
+
+__all__ = ["InspectError", "load", "load_batch", "load_trajectory", "resolve"]

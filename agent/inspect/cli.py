@@ -1,0 +1,179 @@
+"""``pgs inspect PATH [-o OUT] [--serve [--port N]] [--open] [--eval REPORT]``.
+
+PATH is a ``.traj`` file, a run folder or a batch folder (:func:`agent.inspect.load.load`).
+Written, by default beside PATH:
+
+- a trajectory: ``<id>.html`` next to ``<id>.traj`` (``-o FILE.html``, or ``-o DIR``);
+- a batch: ``<batch>/inspect/index.html`` and one ``<id>.html`` per instance (``-o DIR``).
+
+Full texts of cut outputs go to ``<page>.files/`` beside each page. ``--serve`` serves the
+folder on 127.0.0.1 (``--port 0``, the default: a free port) and prints the URL until Ctrl-C;
+``--open`` opens the page in a web browser where there is one (a note otherwise, never an
+error). A PATH that cannot be inspected is one ``pgs: error:`` line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import webbrowser
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from rich.console import Console
+
+from agent.inspect.html import Written, write_batch, write_trajectory
+from agent.inspect.load import InspectError, load_trajectory, resolve
+from agent.inspect.model import Trajectory
+from envs.cli import USER_ERROR, print_error
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``inspect`` to a CLI's subparsers; its handler is in ``func``, returns exit code."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "inspect",
+        help="see a run in the browser: steps, diffs, the Tester's properties and rounds",
+        description="Write a self-contained HTML page (no network, no server needed) of a "
+        "trajectory, a run folder or a batch folder: the issue, every step (long output "
+        "folded, searchable), tokens per step, the final diff, the exit status and limits, and "
+        "the PGS panel (properties kept and dropped with their reasons, every round's "
+        "candidate, failures, the chosen counterexample and why, the feedback sent, the "
+        "verdict). A batch gets a sortable table of its instances with a page for each. Reads "
+        "SWE-agent's .traj files too.",
+        epilog="examples: pgs inspect trajectories/demo/stats__issue --open; "
+        "pgs inspect runs/v1 --serve",
+    )
+    parser.add_argument(
+        "path",
+        type=Path,
+        metavar="PATH",
+        help="a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        help="where to write: a trajectory's .html file (or a folder for it), a batch's folder "
+        "(default: <id>.html beside the .traj; <batch>/inspect/ for a batch)",
+    )
+    parser.add_argument(
+        "--eval",
+        type=Path,
+        metavar="REPORT",
+        help="a `pgs eval` summary (<model>.<run_id>.json) or its --report-dir, when it is not "
+        "inside the batch folder (there it is found by itself)",
+    )
+    parser.add_argument(
+        "--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C"
+    )
+    parser.add_argument(
+        "--port", type=int, default=0, help="the port for --serve (default 0: a free one)"
+    )
+    parser.add_argument(
+        "--open", action="store_true", help="open the page in a web browser, if there is one"
+    )
+    parser.set_defaults(func=cmd_inspect)
+    return parser
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    try:
+        written = write(args.path, args.output, eval_report=args.eval)
+    except InspectError as e:
+        print_error(str(e))
+        return USER_ERROR
+    print(f"wrote {written.path} ({describe(written)})", flush=True)
+    if args.serve:
+        try:
+            return serve(written.path, args.port, open_browser=args.open)
+        except InspectError as e:
+            print_error(str(e))
+            return USER_ERROR
+    if args.open:
+        open_in_browser(written.path.resolve().as_uri())
+    return 0
+
+
+def write(path: Path, output: Path | None, *, eval_report: Path | None = None) -> Written:
+    """Write the page(s) of PATH; returns the page to open (a batch's index)."""
+    target = resolve(path)
+    try:
+        if target.is_dir():
+            if output is not None and output.suffix.lower() in (".html", ".htm"):
+                raise InspectError(f"{target} is a batch: -o names a folder, not a page")
+            written, _ = write_batch(target, output or target / "inspect", eval_report=eval_report)
+            return written
+        if eval_report is not None:
+            raise InspectError("--eval goes with a batch folder, not with one trajectory")
+        traj = load_trajectory(target)
+        return write_trajectory(traj, _page_path(traj, output))
+    except OSError as e:
+        where = e.filename or output or path
+        raise InspectError(f"cannot write {where}: {e.strerror or e}; choose another -o") from None
+
+
+def _page_path(traj: Trajectory, output: Path | None) -> Path:
+    source = traj.path or Path(f"{traj.instance_id}.traj")
+    if output is None:
+        return source.with_suffix(".html")
+    if output.is_dir() or output.suffix.lower() not in (".html", ".htm"):
+        return output / f"{source.stem}.html"
+    return output
+
+
+def describe(written: Written) -> str:
+    parts = [_size(written.size)]
+    if written.pages:
+        size = sum(p.size for p in written.pages)
+        parts.append(f"{len(written.pages)} instance pages, {_size(size)}")
+    sidecars = written.sidecars + sum(p.sidecars for p in written.pages)
+    if sidecars:
+        parts.append(f"full texts of {sidecars} cut outputs in *.files/")
+    return "; ".join(parts)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1_000_000:.1f} MB" if n >= 1_000_000 else f"{n / 1000:.0f} KB"
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def serve(page: Path, port: int, *, open_browser: bool = False) -> int:
+    """Serve the page's folder on 127.0.0.1 until Ctrl-C (or SIGTERM)."""
+    handler = functools.partial(_QuietHandler, directory=str(page.parent))
+    try:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    except OSError as e:
+        raise InspectError(
+            f"cannot listen on 127.0.0.1:{port}: {e.strerror or e}; pick another --port "
+            "(0: a free one)"
+        ) from None
+    url = f"http://127.0.0.1:{server.server_port}/{quote(page.name)}"
+    print(f"serving {url} (Ctrl-C stops)", flush=True)
+    if open_browser:
+        open_in_browser(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        err.print("stopped")
+    finally:
+        server.server_close()
+    return 0
+
+
+def open_in_browser(url: str) -> bool:
+    """Open ``url`` in a web browser; a note, not an error, where there is none."""
+    try:
+        opened = webbrowser.open(url)
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        err.print(f"no web browser found here; open {url} yourself (or use --serve)")
+    return opened

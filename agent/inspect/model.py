@@ -1,0 +1,270 @@
+"""What ``pgs inspect`` shows, as plain typed data: no HTML here, so a terminal view can use it.
+
+:mod:`agent.inspect.load` fills these records from ``.traj`` files, run folders and batch
+folders; :mod:`agent.inspect.html` renders them. Texts are kept whole (a view decides how much
+to show). Whatever a file does not hold is said, never guessed: each record has ``missing``, a
+list of sentences ``"missing: <what>"`` that a view prints where the part would be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+DiffLineKind = Literal["context", "added", "removed", "note"]
+
+
+@dataclass
+class DiffLine:
+    kind: DiffLineKind
+    text: str
+    #: Line numbers in the old and the new file (None where the line is not in that file).
+    old: int | None = None
+    new: int | None = None
+
+
+@dataclass
+class Hunk:
+    header: str
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+@dataclass
+class FileDiff:
+    path: str
+    old_path: str | None = None
+    #: modified, added, removed, renamed or binary.
+    status: str = "modified"
+    added: int = 0
+    removed: int = 0
+    hunks: list[Hunk] = field(default_factory=list)
+
+
+@dataclass
+class Diff:
+    """A unified diff, parsed with ``unidiff``; ``error`` when it could not be (``text`` stays)."""
+
+    text: str
+    files: list[FileDiff] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.text.strip()
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+
+@dataclass
+class Usage:
+    """A model's tokens and cost; None where the file does not say."""
+
+    tokens_sent: int | None = None
+    tokens_received: int | None = None
+    cost: float | None = None
+    api_calls: int | None = None
+
+
+@dataclass
+class Step:
+    index: int  # 1-based
+    thought: str = ""
+    action: str = ""
+    observation: str = ""
+    response: str = ""
+    execution_time: float | None = None
+    #: The environment's state after the step (working_dir, open_file, ...).
+    state: dict[str, str] = field(default_factory=dict)
+    tool: str | None = None
+    exit_code: int | None = None
+    #: This step's model call, when the writer recorded it per step.
+    usage: Usage | None = None
+    #: Tokens this step added to the conversation, estimated (about 4 characters a token) from
+    #: its reply and its observation: what the chart shows when ``usage`` is None.
+    estimated_tokens: int = 0
+    #: The PGS round this step's submission started (its candidate was checked there).
+    round: int | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class FailingInput:
+    example: str | None
+    category: str
+    explicit: bool = False
+    returned: str | None = None
+    exception: str | None = None
+    trace: str | None = None
+
+
+@dataclass
+class Failure:
+    """One test that failed in a check: a property or a repository test."""
+
+    nodeid: str
+    kind: str  # issue, regression or repo
+    category: str
+    outcome: str
+    rule: str | None = None
+    note: str | None = None
+    inputs: list[FailingInput] = field(default_factory=list)
+    #: The failure chosen for the feedback message.
+    chosen: bool = False
+
+
+@dataclass
+class Selection:
+    """Which failure was fed back, and why (the fewest input tokens, in property-min)."""
+
+    nodeid: str
+    why: str
+    input: str | None = None
+    tokens: int | None = None
+    counter: str | None = None
+    candidates: int | None = None
+    category: str | None = None
+    chosen_example: str | None = None
+    issue_example: str | None = None
+
+
+@dataclass
+class Round:
+    """One checked candidate."""
+
+    number: int
+    patch: Diff
+    #: The step whose submission this candidate is (None: the diff a limit ended the run with).
+    step: int | None = None
+    #: This candidate against the previous one (None for the first).
+    interdiff: Diff | None = None
+    failures: list[Failure] = field(default_factory=list)
+    #: pytest's own errors (a file that does not import).
+    errors: list[str] = field(default_factory=list)
+    passed: int = 0
+    selection: Selection | None = None
+    #: The feedback message as the Generator got it (None: none was sent).
+    feedback: str | None = None
+    verdict: str | None = None
+    note: str | None = None
+    #: What the check's time budget left out.
+    cut: str | None = None
+    #: Fresh probes before the candidate was accepted: the new kept properties of each.
+    probes: list[list[str]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Property:
+    nodeid: str
+    kind: str | None = None  # issue or regression
+    rule: str | None = None
+    #: kept, dropped, or gone (in an earlier Tester turn, not in the final set).
+    status: str = "kept"
+    reason: str | None = None
+    #: The Tester turn that wrote or last validated it (tester, tester_2, ...).
+    turn: str | None = None
+    #: What it did on the original code: outcome and category, and the failing input.
+    on_original: str | None = None
+    original_example: str | None = None
+
+
+@dataclass
+class TesterTurn:
+    key: str
+    why: str | None = None
+    files: list[str] = field(default_factory=list)
+    kept: int = 0
+    dropped: int = 0
+    trajectory: Trajectory | None = None
+
+
+@dataclass
+class PGSRecord:
+    mode: str | None = None
+    verdict: str | None = None
+    verdict_reason: str | None = None
+    properties: list[Property] = field(default_factory=list)
+    #: {path: source} of the property files.
+    files: dict[str, str] = field(default_factory=dict)
+    rounds: list[Round] = field(default_factory=list)
+    tester_turns: list[TesterTurn] = field(default_factory=list)
+    tester_error: str | None = None
+    validation_note: str | None = None
+    tester_usage: Usage = field(default_factory=Usage)
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Trajectory:
+    path: Path | None
+    instance_id: str
+    #: pgs, swe-agent, or unknown: which writer's layout the file follows.
+    writer: str = "unknown"
+    issue: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    exit_status: str | None = None
+    #: Limits that ended the run, each in words (step limit, cost limit, ...).
+    limits_hit: list[str] = field(default_factory=list)
+    #: Limits in force ("100 steps", "3600 s", "$3.00"), as far as the file says.
+    limits: list[str] = field(default_factory=list)
+    error: str | None = None
+    submission: Diff | None = None
+    usage: Usage = field(default_factory=Usage)
+    duration: float | None = None
+    model_name: str | None = None
+    pgs: PGSRecord | None = None
+    #: Why there is no PGS record when that is by design (``--feedback none``).
+    pgs_absent: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def total_cost(self) -> float | None:
+        """The Generator's and the Tester's cost together (None: neither is recorded)."""
+        costs = [self.usage.cost]
+        if self.pgs is not None:
+            costs.append(self.pgs.tester_usage.cost)
+        known = [c for c in costs if c is not None]
+        return sum(known) if known else None
+
+
+@dataclass
+class BatchRow:
+    instance_id: str
+    traj_path: Path | None
+    exit_status: str | None = None
+    steps: int | None = None
+    cost: float | None = None
+    duration: float | None = None
+    verdict: str | None = None
+    mode: str | None = None
+    rounds: int | None = None
+    #: From the eval report: resolved, unresolved, error, empty patch, not graded; None: no
+    #: report.
+    resolved: str | None = None
+    #: Why it could not be graded (the report's errors), when it says.
+    eval_error: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    path: Path
+    rows: list[BatchRow] = field(default_factory=list)
+    eval_report: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def resolved(self) -> int:
+        return sum(r.resolved == "resolved" for r in self.rows)
+
+    @property
+    def graded(self) -> int:
+        return sum(r.resolved not in (None, "not graded") for r in self.rows)
