@@ -292,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     from agent.batch import register_batch
     from agent.compare import register_report
     from agent.evaluate import register_eval
+    from agent.inspect.cli import register as register_inspect
     from agent.server import register as register_server
     from envs.cli import register as register_env
 
@@ -308,6 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_batch(commands)
     register_eval(commands)
     register_report(commands)
+    register_inspect(commands)
     return parser
 
 
