@@ -122,10 +122,13 @@ def _cut_at_line(text: str, end: int) -> int:
 class Page:
     """One page being rendered, and the full texts its cuts link to."""
 
+    # The limits (characters; lines for diffs), per page: a caller may change them.
     observation_limit = OBSERVATION_LIMIT
+    text_limit = TEXT_LIMIT
     issue_limit = ISSUE_LIMIT
     feedback_limit = FEEDBACK_LIMIT
     source_limit = SOURCE_LIMIT
+    diff_lines = DIFF_LINES
 
     def __init__(self, html_path: Path, *, full_texts: bool = True) -> None:
         self.html_path = html_path
@@ -140,8 +143,9 @@ class Page:
         self.sidecars[safe] = text
         return f"{quote(self.files_dir.name)}/{quote(safe)}"
 
-    def clip(self, text: str | None, name: str, limit: int = TEXT_LIMIT) -> Clip:
+    def clip(self, text: str | None, name: str, limit: int | None = None) -> Clip:
         text = text or ""
+        limit = limit or self.text_limit
         lines = text.count("\n") + 1
         if len(text) <= limit:
             return Clip(head=text, total=len(text), lines=lines, fold=lines > FOLD_LINES)
@@ -165,10 +169,10 @@ class Page:
             return DiffView(empty=True)
         if diff.error or not diff.files:
             return DiffView(
-                raw=self.clip(diff.text, f"{name}.patch", SOURCE_LIMIT), error=diff.error
+                raw=self.clip(diff.text, f"{name}.patch", self.source_limit), error=diff.error
             )
         view = DiffView()
-        budget = DIFF_LINES
+        budget = self.diff_lines
         total = 0
         for file in diff.files:
             hunks = []
@@ -180,7 +184,7 @@ class Page:
                 budget -= len(hunk.lines)
             if hunks or budget > 0:
                 view.files.append(replace(file, hunks=hunks))
-        view.cut = max(0, total - DIFF_LINES)
+        view.cut = max(0, total - self.diff_lines)
         if view.cut:
             view.link = self._sidecar(f"{name}.patch", diff.text)
         return view
@@ -194,10 +198,12 @@ class Page:
         if self.sidecars:
             self.files_dir.mkdir(parents=True)
             for name, text in self.sidecars.items():
-                # A BOM: browsers open a .txt from file:// in their legacy encoding otherwise.
-                data = ("\ufeff" + text).encode("utf-8", "replace")
-                (self.files_dir / name).write_bytes(data)
-                size += len(data)
+                # With a BOM (utf-8-sig): browsers open a .txt from file:// in their legacy
+                # encoding otherwise.
+                path = self.files_dir / name
+                with path.open("w", encoding="utf-8-sig", errors="replace", newline="") as f:
+                    f.write(text)
+                size += path.stat().st_size
         return Written(
             path=self.html_path,
             size=self.html_path.stat().st_size,
@@ -354,7 +360,7 @@ def histogram(values: list[float], *, label: str, unit: Callable[[float], str]) 
         label=f"histogram of {label}",
         caption=f"{label}: instances per bin, {unit(lo)} to {unit(hi)}",
         cls="hist",
-        top=f"{max(counts)} instances",
+        top=f"{max(counts)} instance{'' if max(counts) == 1 else 's'}",
         tick=lambda i: unit(edges[i]),
     )
 
