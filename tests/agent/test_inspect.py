@@ -733,6 +733,26 @@ def test_older_and_foreign_files_render_and_say_what_is_missing(
         assert note in text, note
     assert "2 steps" in text
 
+    # A conversation only: the steps are rebuilt from it, and the page says so.
+    chat = tmp_path / "chat.traj"
+    chat.write_text(
+        json.dumps(
+            {
+                "history": [
+                    {"role": "user", "content": "<issue>\nthe bug\n</issue>"},
+                    {"role": "assistant", "content": "Look.", "action": "ls"},
+                    {"role": "user", "content": "a.py"},
+                ]
+            }
+        )
+    )
+    tree = parse(inspect_cli(capsys, str(chat)).read_text())
+    assert "missing: trajectory (the steps); shown from the history instead" in page_text(
+        chat.with_suffix(".html")
+    )
+    step = tree.one("section", id="step-1")
+    assert [p.text() for p in step.all("pre")] == ["Look.", "ls", "a.py"]
+
     # A pgs file from before some fields: rounds without reports or selections.
     old_pgs = {
         "trajectory": [],
@@ -753,6 +773,62 @@ def test_older_and_foreign_files_render_and_say_what_is_missing(
     ):
         assert note in text, note
     assert "Round 1 of 5." in text
+
+
+def test_a_swe_agent_batch_folder_and_a_summary_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SWE-agent's batch layout (``<id>/<id>.traj``, preds.json, results.json beside them),
+    with one unreadable trajectory and one prediction whose trajectory is gone."""
+    batch = tmp_path / "swe-run"
+    for iid in ("a__x-1", "a__x-2", "a__x-3"):
+        (batch / iid).mkdir(parents=True)
+    (batch / "a__x-1" / "a__x-1.traj").write_text(json.dumps(swe_agent_traj()))
+    (batch / "a__x-2" / "a__x-2.traj").write_text("{ cut short")
+    preds = {
+        iid: {"instance_id": iid, "model_name_or_path": "gpt-4o", "model_patch": SWE_PATCH}
+        for iid in ("a__x-1", "a__x-2", "a__x-3")
+    }
+    (batch / "preds.json").write_text(json.dumps(preds))
+    results = {
+        "resolved_ids": ["a__x-1"],
+        "unresolved_ids": ["a__x-3"],
+        "submitted_ids": list(preds),
+    }
+    (batch / "results.json").write_text(json.dumps(results))
+    index = inspect_cli(capsys, str(batch), "-o", str(tmp_path / "pages"))
+    assert index == tmp_path / "pages" / "index.html"
+    tree = parse(index.read_text())
+    rows = {r.attrs["data-id"]: r for r in tree.one(id="rows").all("tr")}
+    assert list(rows) == ["a__x-1", "a__x-2", "a__x-3"]
+    cells = {iid: [squash(c.text()) for c in row.all("td")] for iid, row in rows.items()}
+    assert cells["a__x-1"][1:4] == ["submitted (exit_cost)", "4", "$2.01"]
+    assert cells["a__x-1"][-1] == "resolved"
+    assert "missing: a readable trajectory" in cells["a__x-2"][0]
+    assert "missing: the trajectory (a__x-3/a__x-3.traj)" in cells["a__x-3"][0]
+    assert cells["a__x-3"][-1] == "unresolved"
+    assert (tmp_path / "pages" / "a__x-1.html").is_file()
+    assert not (tmp_path / "pages" / "a__x-2.html").exists()
+
+    # Our own summary, kept elsewhere, given with --eval (it wins over results.json).
+    summary = tmp_path / "logs" / "gpt-4o.run7.json"
+    summary.parent.mkdir()
+    summary.write_text(
+        json.dumps(
+            {
+                **results,
+                "resolved_ids": [],
+                "error_ids": ["a__x-1"],
+                "errors": {"a__x-1": "patch does not apply"},
+            }
+        )
+    )
+    index = inspect_cli(
+        capsys, str(batch), "-o", str(tmp_path / "pages"), "--eval", str(summary.parent)
+    )
+    row = parse(index.read_text()).one("tr", data_id="a__x-1")
+    assert squash(row.all("td")[-1].text()) == "error patch does not apply"
+    assert str(summary) in page_text(index)
 
 
 # --------------------------------------------------------------------------- large runs
