@@ -10,6 +10,8 @@ Full texts of cut outputs go to ``<page>.files/`` beside each page. ``--serve`` 
 folder on 127.0.0.1 (``--port 0``, the default: a free port) and prints the URL until Ctrl-C;
 ``--open`` opens the page in a web browser where there is one (a note otherwise, never an
 error). A PATH that cannot be inspected is one ``pgs: error:`` line and exit code 2.
+
+``--tui`` writes nothing: it browses PATH in the terminal (:mod:`agent.inspect.tui`).
 """
 
 from __future__ import annotations
@@ -76,11 +78,19 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--open", action="store_true", help="open the page in a web browser, if there is one"
     )
+    parser.add_argument(
+        "--tui",
+        action="store_true",
+        help="browse PATH in this terminal instead of writing a page (j/k: steps, n/p: "
+        "instances, tab: panels, /: filter steps, escape: back, q: quit)",
+    )
     parser.set_defaults(func=cmd_inspect)
     return parser
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.tui:
+        return cmd_tui(args)
     try:
         written = write(args.path, args.output, eval_report=args.eval)
     except InspectError as e:
@@ -96,6 +106,20 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.open:
         open_in_browser(written.path.resolve().as_uri())
     return 0
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    from agent.inspect.tui import run_tui  # Textual loads only for the terminal view
+
+    try:
+        if args.output or args.serve or args.open:
+            raise InspectError(
+                "--tui shows PATH in this terminal: leave out -o, --serve and --open"
+            )
+        return run_tui(args.path, eval_report=args.eval)
+    except InspectError as e:
+        print_error(str(e))
+        return USER_ERROR
 
 
 def write(path: Path, output: Path | None, *, eval_report: Path | None = None) -> Written:
