@@ -258,9 +258,9 @@ class Agent:
             )
             return
         self.format_errors = 0
-        self.add_reply(response, tool_calls=True)
-        for action in actions:
-            self.execute(action, response)
+        self.add_reply(response, tool_calls=True, action="\n".join(a.command for a in actions))
+        for i, action in enumerate(actions):
+            self.execute(action, response, charged=i == 0)
 
     # -- the parts of a step ------------------------------------------------------------------
 
@@ -302,7 +302,9 @@ class Agent:
             actions.append(Action(response.content, command, call.id, call.name))
         return actions
 
-    def execute(self, action: Action, response: ModelResponse) -> None:
+    def execute(self, action: Action, response: ModelResponse, *, charged: bool = True) -> None:
+        """Run one action; ``charged``: this step carries the reply's tokens and cost (the
+        first action of a reply that made several)."""
         self.steps += 1
         start = time.monotonic()
         refusal = interactive_refusal(action.command)
@@ -352,6 +354,11 @@ class Agent:
             "query": self.traj_query(),
             "tool": action.tool,
             "exit_code": exit_code,
+            "usage": {
+                "tokens_sent": response.tokens_sent if charged else 0,
+                "tokens_received": response.tokens_received if charged else 0,
+                "cost": response.cost if charged else 0.0,
+            },
         }
         self.traj.steps.append(step)
         self.traj.history = self.messages
@@ -389,9 +396,11 @@ class Agent:
             }
         )
 
-    def add_reply(self, response: ModelResponse, *, tool_calls: bool) -> None:
+    def add_reply(self, response: ModelResponse, *, tool_calls: bool, action: str = "") -> None:
+        """The model's reply in the history; ``thought`` and ``action`` as SWE-agent writes
+        them (its web inspector reads them)."""
         message = response.message()
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"thought": response.content or "", "action": action}
         if tool_calls and "tool_calls" in message:
             extra["tool_calls"] = message["tool_calls"]
         content = message["content"] or ""

@@ -219,6 +219,13 @@ def test_tool_calls_fix_the_bug_and_write_patch_pred_traj(
     assert roles[:2] == ["system", "user"] and roles.count("tool") == 4
     assert all({"role", "content", "agent", "message_type"} <= set(m) for m in traj["history"])
     assert any(m.get("tool_calls") for m in traj["history"])
+    # What SWE-agent's inspectors read: each reply's thought and action in the history, and
+    # each step's own tokens (adding up to the run's).
+    replies = [m for m in traj["history"] if m["role"] == "assistant"]
+    assert [m["action"] for m in replies] == [s["action"] for s in steps]
+    assert replies[1]["thought"] == "It lower-cases; the docstring says upper."
+    stats = traj["info"]["model_stats"]
+    assert sum(s["usage"]["tokens_sent"] for s in steps) == stats["tokens_sent"]
 
 
 def test_text_mode_fixes_the_bug_with_one_bash_block_per_reply(
