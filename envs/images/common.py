@@ -205,18 +205,17 @@ class Layer:
     #: Resolve against the package index as it was at this moment (ISO 8601, UTC), or today.
     index_moment: str | None = None
 
-    def dockerfile(self, with_ca: bool) -> str:
-        lines = [f"FROM {self.base}"]
-        if with_ca:
-            lines.append(f"COPY pgs-host-ca.crt {CA_IN_IMAGE}")
-        lines += [f"ARG {name}" for name in (*PASSED_ENV, *CA_VARIABLES)]
-        if self.files or self.folders:
+    def dockerfile(self, with_root: bool) -> str:
+        # Few instructions: the classic builder commits a layer per instruction, which costs
+        # seconds each on a slow storage driver (fuse-overlayfs). Every file (the host's CA,
+        # the steps' script) comes in one COPY.
+        lines = [f"FROM {self.base}", "ARG " + " ".join((*PASSED_ENV, *CA_VARIABLES))]
+        if with_root:
             lines.append("COPY root/ /")
         if self.env:
             lines.append("ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in self.env.items()))
         lines.append(f"WORKDIR {self.workdir}")
         if self.steps:
-            lines.append("COPY pgs-steps.sh /tmp/pgs-steps.sh")
             lines.append("RUN bash /tmp/pgs-steps.sh && rm -f /tmp/pgs-steps.sh")
         lines.append(f"LABEL {label_text(self.labels)}")
         return "\n".join(lines) + "\n"
@@ -235,9 +234,10 @@ class Layer:
         context = Path(tempfile.mkdtemp(prefix="ctx-", dir=builds))
         try:
             ca = ca_bundle() if self.network else None
-            if ca:
-                shutil.copyfile(ca, context / "pgs-host-ca.crt")
             root = context / "root"
+            if ca:
+                (root / CA_IN_IMAGE.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(ca, root / CA_IN_IMAGE.lstrip("/"))
             for inside, data in self.files.items():
                 target = root / inside.lstrip("/")
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -246,9 +246,11 @@ class Layer:
                 target = root / inside.lstrip("/")
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(str(folder), str(target))
-            (context / "Dockerfile").write_text(self.dockerfile(with_ca=bool(ca)))
             if self.steps:
-                (context / "pgs-steps.sh").write_text(self.script())
+                (root / "tmp").mkdir(parents=True, exist_ok=True)
+                (root / "tmp").chmod(0o1777)  # COPY gives an existing folder this mode
+                (root / "tmp" / "pgs-steps.sh").write_text(self.script())
+            (context / "Dockerfile").write_text(self.dockerfile(with_root=root.is_dir()))
             args = {n: os.environ[n] for n in PASSED_ENV if n in os.environ}
             if ca:
                 args |= dict.fromkeys(CA_VARIABLES, CA_IN_IMAGE)
