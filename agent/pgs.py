@@ -28,7 +28,7 @@ from __future__ import annotations
 import ast
 import logging
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -142,24 +142,32 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     return "unchecked", f"nothing ran: no property and no related repository test{cut}"
 
 
-def explicit_examples(files: dict[str, str]) -> dict[str, set[str]]:
-    """``{test function name: {arguments of each @example}}`` of property files (by ``ast``)."""
-    found: dict[str, set[str]] = {}
+def property_decorators(files: dict[str, str]) -> Iterator[tuple[str, str, ast.expr]]:
+    """``(test function name, decorator name, decorator)`` for every decorator of every
+    function of the property files (``@example(...)`` gives ``example``; ``@pytest.mark.
+    pgs_issue(...)`` gives ``pgs_issue``). Files that do not parse are skipped."""
     for source in files.values():
         try:
             tree = ast.parse(source)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            for deco in node.decorator_list:
-                target = deco.func if isinstance(deco, ast.Call) else None
-                name = getattr(target, "attr", None) or getattr(target, "id", None)
-                if name == "example" and isinstance(deco, ast.Call):
-                    args = [ast.unparse(a) for a in deco.args]
-                    args += sorted(f"{k.arg}={ast.unparse(k.value)}" for k in deco.keywords)
-                    found.setdefault(node.name, set()).add(", ".join(args))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                for deco in node.decorator_list:
+                    target = deco.func if isinstance(deco, ast.Call) else deco
+                    name = getattr(target, "attr", None) or getattr(target, "id", None)
+                    if name:
+                        yield node.name, str(name), deco
+
+
+def explicit_examples(files: dict[str, str]) -> dict[str, set[str]]:
+    """``{test function name: {arguments of each @example}}`` of property files (by ``ast``)."""
+    found: dict[str, set[str]] = {}
+    for function, name, deco in property_decorators(files):
+        if name == "example" and isinstance(deco, ast.Call):
+            args = [ast.unparse(a) for a in deco.args]
+            args += sorted(f"{k.arg}={ast.unparse(k.value)}" for k in deco.keywords)
+            found.setdefault(function, set()).add(", ".join(args))
     return found
 
 

@@ -43,6 +43,7 @@ from agent.inspect.model import (
     Trajectory,
     Usage,
 )
+from agent.pgs import property_decorators
 
 #: What the three kinds of PATH look like, for error messages.
 KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"
@@ -398,26 +399,16 @@ def _read_info(
 def _markers(files: dict[str, str]) -> dict[str, tuple[str, str | None]]:
     """``{function name: (kind, rule)}`` from ``@pytest.mark.pgs_issue("rule")`` markers."""
     found: dict[str, tuple[str, str | None]] = {}
-    for source in files.values():
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
+    for function, name, deco in property_decorators(files):
+        if name not in ("pgs_issue", "pgs_regression"):
             continue
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
-            for deco in node.decorator_list:
-                target = deco.func if isinstance(deco, ast.Call) else deco
-                name = getattr(target, "attr", None) or getattr(target, "id", None)
-                if name not in ("pgs_issue", "pgs_regression"):
-                    continue
-                rule = None
-                if isinstance(deco, ast.Call) and deco.args:
-                    try:
-                        rule = str(ast.literal_eval(deco.args[0]))
-                    except ValueError:
-                        rule = ast.unparse(deco.args[0])
-                found[node.name] = ("issue" if name == "pgs_issue" else "regression", rule)
+        rule = None
+        if isinstance(deco, ast.Call) and deco.args:
+            try:
+                rule = str(ast.literal_eval(deco.args[0]))
+            except ValueError:
+                rule = ast.unparse(deco.args[0])
+        found[function] = ("issue" if name == "pgs_issue" else "regression", rule)
     return found
 
 
