@@ -22,6 +22,12 @@ instance (a failed image build, a sandbox error) is recorded as ``exit_error`` w
 in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :func:`agent.cli.
 stop_signals`) once: no new instance starts, the running ones finish, exit code 130; twice: stop
 now (containers of running instances are removed; a repeated SIGHUP is ignored).
+
+Where instances run is an :class:`~agent.executors.Executor`: threads here (the default), or
+Ray tasks on a cluster (``--executor ray``), which run :func:`run_detached` in a scratch folder
+on their node and return its files; the driver writes them (:meth:`Batch.land`, the ``.traj``
+last, since it marks the instance finished) and ``preds.json``, and stops submitting once the
+total cost reaches ``--model.total-cost-limit`` (each task carries the budget left).
 """
 
 from __future__ import annotations
@@ -33,8 +39,7 @@ import os
 import tempfile
 import threading
 import time
-from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +52,7 @@ from rich.text import Text
 from agent.compare import prediction_fields
 from agent.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.evaluate import add_environment_flags
+from agent.executors import Executor, LocalExecutor, add_executor_flags, make_executor
 from agent.loop import Agent
 from agent.models import GlobalStats
 from agent.run import Task, output_paths, run_task
@@ -280,53 +286,125 @@ class Batch:
 
     # -- the batch -----------------------------------------------------------------------------
 
-    def run(self, console: Console = err) -> tuple[Counter[str], list[str]]:
+    def run(
+        self, console: Console = err, executor: Executor | None = None
+    ) -> tuple[Counter[str], list[str]]:
         """Run every pending instance; (exit statuses of this run, ids skipped by resume)."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.load_preds()
         todo, skipped = self.pending()
         if skipped:
             console.print(f"resume: {len(skipped)} finished instances skipped (--redo reruns)")
+        executor = executor or LocalExecutor(self.workers)
         progress = Progress(len(todo), self.workers, self.stats)
+        queue = deque(todo)
         free = list(range(self.workers))
         free_lock = threading.Lock()
+        by_id = {i.instance_id: i for i in todo}
+        slots: dict[str, int] = {}
 
-        def job(instance: Instance) -> tuple[Instance, str]:
+        def job(instance: Instance) -> str:
             with free_lock:
                 slot = free.pop(0)
             try:
-                return instance, self.run_one(instance, slot, progress)
+                return self.run_one(instance, slot, progress)
             finally:
                 with free_lock:
                     free.append(slot)
 
         statuses: Counter[str] = Counter()
-        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="pgs-batch")
         interrupts = 0
+        limit = self.config.model.total_cost_limit
         with Live(progress.render(), console=console, refresh_per_second=4) as live:
-            futures: set[Future[tuple[Instance, str]]] = {pool.submit(job, i) for i in todo}
-            while futures:
+            while queue or executor.in_flight():
                 try:
-                    done, futures = wait(futures, timeout=0.25, return_when=FIRST_COMPLETED)
+                    while queue and executor.in_flight() < self.workers:
+                        if self.stop.is_set() or (limit and self.stats.total_cost >= limit):
+                            break
+                        instance = queue.popleft()
+                        if executor.shares_files:
+                            executor.submit(instance.instance_id, job, instance)
+                        else:
+                            slots[instance.instance_id] = self._submit_detached(
+                                executor, instance, progress
+                            )
+                    if not executor.in_flight():
+                        break
+                    done = executor.wait(0.25)
                 except KeyboardInterrupt:
                     interrupts += 1
                     self.stop.set()
                     if interrupts >= 2:
-                        self._abandon(pool, console)
+                        self._abandon(executor, console)
                     console.print(
                         "interrupted: no new instance starts; the running ones finish "
                         "(Ctrl-C or SIGTERM again to stop now)"
                     )
                     continue
-                for future in done:
-                    instance, status = future.result()
+                for item in done:
+                    if item.key in slots:
+                        with progress.lock:
+                            progress.slots.pop(slots.pop(item.key), None)
+                    if item.error is not None:
+                        status = f"not finished ({type(item.error).__name__}: {item.error})"
+                        status = status.splitlines()[0][:200]
+                    elif isinstance(item.value, Finished):
+                        status = self.land(by_id[item.key], item.value, progress)
+                    else:
+                        status = str(item.value)
                     statuses[status] += 1
                     if not status.startswith("not started"):
-                        live.console.print(f"{instance.instance_id}: {status}")
+                        live.console.print(f"{item.key}: {status}")
                 live.update(progress.render())
             live.update(progress.render())
-        pool.shutdown(wait=True)
+        executor.close()
+        if queue:  # stopped, or the total cost limit reached
+            why = "" if self.stop.is_set() else " (total cost limit)"
+            statuses[f"not started{why}"] += len(queue)
         return statuses, skipped
+
+    # -- instances elsewhere (an executor whose workers do not share the output folder) --------
+
+    def _submit_detached(self, executor: Executor, instance: Instance, progress: Progress) -> int:
+        """Submit :func:`run_detached` with the budget left; the display slot it shows in."""
+        # The driver's base URL travels with the task; the key stays in each node's environment.
+        update: dict[str, Any] = {"base_url": self.config.model.resolved_base_url()}
+        limit = self.config.model.total_cost_limit
+        if limit:
+            update["total_cost_limit"] = max(limit - self.stats.total_cost, 1e-12)
+        model = self.config.model.model_copy(update=update)
+        config = self.config.model_copy(update={"model": model})
+        executor.submit(instance.instance_id, run_detached, instance, config, self.envs, self.hints)
+        with progress.lock:
+            slot = next(i for i in range(len(progress.slots) + 1) if i not in progress.slots)
+            progress.slots[slot] = (instance.instance_id, "submitted to the cluster")
+        return slot
+
+    def land(self, instance: Instance, finished: Finished, progress: Progress) -> str:
+        """Write what a detached run returned, as :meth:`run_one` would have written it."""
+        if finished.exit_status.startswith("not started"):
+            return finished.exit_status
+        paths = output_paths(self.output_dir, instance.instance_id)
+        folder = paths["traj"].parent
+        for path in paths.values():  # an earlier run's file the new run did not write
+            if path.name not in finished.files:
+                path.unlink(missing_ok=True)
+        traj_name = paths["traj"].name
+        for name, text in finished.files.items():
+            if name != traj_name:
+                write_atomic(folder / name, text)
+        if traj_name in finished.files:  # last: it marks the instance finished
+            write_atomic(paths["traj"], finished.files[traj_name])
+        if finished.pred is not None:
+            self.save_pred(finished.pred)
+        self.stats.total_cost += finished.cost
+        self.stats.api_calls += finished.api_calls
+        with progress.lock:
+            progress.done += 1
+            progress.failed += not finished.exit_status.startswith("submitted")
+            progress.durations.append(finished.seconds)
+            progress.statuses[finished.exit_status] += 1
+        return finished.exit_status
 
     def _mark_interrupted(self, instance: Instance) -> None:
         """The ``.traj`` of a run cut by the second interrupt says so: a resume runs it again."""
@@ -336,7 +414,7 @@ class Batch:
             data.setdefault("info", {})["exit_status"] = "interrupted"
             write_atomic(path, json.dumps(data, indent=1))
 
-    def _abandon(self, pool: ThreadPoolExecutor, console: Console) -> None:
+    def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
         from agent.cli import INTERRUPTED
         from envs.docker_util import LABEL, PID_LABEL, docker_client
@@ -348,9 +426,55 @@ class Batch:
             mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]}
             for container in client.containers.list(all=True, filters=mine):
                 container.remove(force=True)
-        pool.shutdown(wait=False, cancel_futures=True)
+        executor.abandon()
         console.print(f"stopped; finished predictions are in {self.preds_path}")
         os._exit(INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What :func:`run_detached` returns to the driver."""
+
+    instance_id: str
+    exit_status: str
+    #: The files of ``<id>/`` by name (``.traj``, ``.patch``, ``.pred``, ...).
+    files: dict[str, str]
+    pred: dict[str, Any] | None
+    cost: float
+    api_calls: int
+    seconds: float
+    #: Where it ran: host and worker pid (the owner of its containers).
+    worker: str
+
+
+def run_detached(
+    instance: Instance, config: RunConfig, envs: Environments, hints: bool = False
+) -> Finished:
+    """Run one instance in a scratch output folder, as :meth:`Batch.run_one` does, and return
+    its files: the job of an executor whose workers do not see the driver's output folder."""
+    import socket
+
+    started = time.monotonic()
+    iid = instance.instance_id
+    with tempfile.TemporaryDirectory(prefix="pgs-detached-") as tmp:
+        batch = Batch([instance], config, Path(tmp), envs, hints=hints)
+        exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
+        folder = Path(tmp) / iid
+        files = {
+            p.name: p.read_text(encoding="utf-8")
+            for p in sorted(folder.iterdir() if folder.is_dir() else [])
+            if p.is_file()
+        }
+    return Finished(
+        iid,
+        exit_status,
+        files,
+        batch.preds.get(iid),
+        batch.stats.total_cost,
+        batch.stats.api_calls,
+        time.monotonic() - started,
+        f"{socket.gethostname()}:{os.getpid()}",
+    )
 
 
 # -- pgs batch --------------------------------------------------------------------------------
@@ -377,6 +501,7 @@ def register_batch(commands: Any) -> None:
     parser.add_argument("--shuffle", action="store_true", help="shuffle before slicing")
     parser.add_argument("--seed", type=int, default=42, help="seed of --shuffle")
     parser.add_argument("--workers", type=int, default=1, help="instances run at once")
+    add_executor_flags(parser)
     parser.add_argument(
         "--output-dir",
         type=Path,
@@ -424,8 +549,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         redo=args.redo,
         workers=args.workers,
     )
-    err.print(f"{len(chosen)} instances, {args.workers} workers, output in {output_dir}")
-    statuses, skipped = batch.run()
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    err.print(
+        f"{len(chosen)} instances, {args.workers} workers ({args.executor}), output in {output_dir}"
+    )
+    statuses, skipped = batch.run(executor=executor)
     print_statuses(statuses, skipped, batch)
     if batch.stop.is_set():
         err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")

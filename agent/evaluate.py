@@ -14,16 +14,20 @@ apply, a test run that times out or an environment failure is an error (``error_
 to report.json, under ``error``, why a patch could not be graded ("malformed patch: ...",
 "patch does not apply: ..."), and to the summary ``errors`` and ``deviations`` (environment
 differences from the official images, e.g. a substituted Python).
+
+Where predictions are graded is an :class:`~agent.executors.Executor`: threads here (the
+default), or Ray tasks (``--executor ray``) that grade in a scratch folder on their node
+(:func:`evaluate_detached`) and return the files; the driver writes them and the summary.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import threading
+import tempfile
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent.executors import (
+    Done,
+    Executor,
+    LocalExecutor,
+    add_executor_flags,
+    make_executor,
+)
 from agent.swebench import (
     APPLY_PATCH_FAIL,
     APPLY_PATCH_PASS,
@@ -193,6 +204,24 @@ def evaluate_one(
     return Outcome(iid, "error", None, error, time.monotonic() - started)
 
 
+def evaluate_detached(
+    instance: Instance,
+    prediction: dict[str, Any],
+    envs: Environments,
+    timeout: float = 1800.0,
+) -> tuple[Outcome, dict[str, str]]:
+    """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
+    path under the report folder): the job of an executor that does not share files."""
+    with tempfile.TemporaryDirectory(prefix="pgs-eval-") as tmp:
+        outcome = evaluate_one(instance, prediction, envs, Path(tmp), timeout=timeout)
+        files = {
+            str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(Path(tmp).rglob("*"))
+            if p.is_file()
+        }
+    return outcome, files
+
+
 def _apply(box: Any) -> tuple[bool, str]:
     """The harness's patch chain in ``/testbed``; (applied, output of the last attempt)."""
     output = ""
@@ -208,6 +237,19 @@ def _apply(box: Any) -> tuple[bool, str]:
     first = box.run("git apply --verbose /tmp/patch.diff")  # the most telling message
     box.run("git checkout -- . ; git clean -fdq")
     return False, first.output or output
+
+
+def _landed(done: Done, report_dir: Path) -> Outcome:
+    """The outcome of a finished job; a detached job's files written under ``report_dir``."""
+    if done.error is not None:  # the executor lost it (e.g. its node died too often)
+        return Outcome(done.key, "error", error=f"{type(done.error).__name__}: {done.error}")
+    if isinstance(done.value, Outcome):
+        return done.value
+    outcome, files = done.value
+    for name, text in files.items():
+        write_atomic(report_dir / name, text)
+    assert isinstance(outcome, Outcome)
+    return outcome
 
 
 def summarize(
@@ -256,25 +298,31 @@ def evaluate(
     timeout: float = 1800.0,
     run_id: str | None = None,
     on_done: Any = None,
+    executor: Executor | None = None,
 ) -> tuple[list[Outcome], Path]:
     """Grade every prediction that has an instance; returns the outcomes and the summary path."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
     wanted = [i for i in instances if i.instance_id in predictions]
+    executor = executor or LocalExecutor(max(1, workers))
     outcomes: list[Outcome] = []
-    lock = threading.Lock()
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        futures = [
-            pool.submit(
-                evaluate_one, i, predictions[i.instance_id], envs, report_dir, timeout=timeout
-            )
-            for i in wanted
-        ]
-        for future in as_completed(futures):
-            outcome = future.result()
-            with lock:
+    queue = list(reversed(wanted))
+    try:
+        while queue or executor.in_flight():
+            while queue and executor.in_flight() < executor.workers:
+                i = queue.pop()
+                prediction = predictions[i.instance_id]
+                if executor.shares_files:
+                    here = functools.partial(evaluate_one, timeout=timeout)
+                    executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
+                else:
+                    executor.submit(i.instance_id, evaluate_detached, i, prediction, envs, timeout)
+            for done in executor.wait(0.25):
+                outcome = _landed(done, report_dir)
                 outcomes.append(outcome)
-            if on_done is not None:
-                on_done(outcome)
+                if on_done is not None:
+                    on_done(outcome)
+    finally:
+        executor.close()
     outcomes.sort(key=lambda o: o.instance_id)
     summary = summarize(outcomes, predictions, wanted, run_id)
     models = {str(p.get("model_name_or_path") or "None") for p in predictions.values()}
@@ -302,6 +350,7 @@ def register_eval(commands: Any) -> None:
     )
     add_environment_flags(parser)
     parser.add_argument("--workers", type=int, default=1, help="predictions graded at once")
+    add_executor_flags(parser)
     parser.add_argument(
         "--report-dir",
         type=Path,
@@ -369,6 +418,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         registry=args.registry,
     )
     total = len(set(predictions) & known)
+    executor = make_executor(args.executor, args.workers, args.ray_address)
     done = 0
     with err.status(f"grading {total} predictions") as spinner:
 
@@ -386,6 +436,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             run_id=run_id,
             on_done=on_done,
+            executor=executor,
         )
     print_summary(outcomes, path)
     return 0
