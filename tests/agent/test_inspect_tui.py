@@ -231,7 +231,12 @@ def test_the_pgs_panel_shows_properties_the_counterexample_the_feedback_and_the_
         pgs = shown(app, "pgs-text")
         assert pgs.startswith("Verdict: passed: ")
         assert "Feedback mode: property-min" in pgs
-        assert "Properties (2 kept, 0 dropped)" in pgs
+        # The two first properties, and the one the fresh probe added after round 2.
+        assert "Properties (3 kept, 0 dropped)" in pgs
+        assert (
+            "kept    regression .pgs/properties/test_median_bounds.py::test_median_within_bounds"
+            in pgs
+        )
         assert "kept    issue      .pgs/properties/test_median.py::test_median_of_even_count" in pgs
         assert "kept    regression .pgs/properties/test_median.py::test_median_of_odd_count" in pgs
         assert "rule: for an even number of values the median is the mean" in pgs
