@@ -391,8 +391,10 @@ def add_environment_flags(parser: argparse.ArgumentParser) -> None:
         "--image-namespace",
         type=registry_arg,
         metavar="HOST:PORT",
-        help="with --image-source official: pull HOST:PORT/<image> from this mirror registry "
-        "instead of Docker Hub",
+        help="a registry shared by the nodes: with --image-source official, pull "
+        "HOST:PORT/<image> from it (a mirror) instead of Docker Hub; with build, pull an "
+        "instance image from it before building one, and push each image built here to it "
+        "(127.0.0.1:PORT works over plain HTTP)",
     )
 
 

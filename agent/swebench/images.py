@@ -13,10 +13,19 @@ tracked files
 harness builds; every container of them runs with the network off. A ``conda`` no-op and an
 empty ``/opt/miniconda3/bin/activate`` let the harness's evaluation scripts, written for its
 conda images, run unchanged.
+
+Images are cached per Docker daemon (per node of a Ray cluster). With a ``registry``
+(``--registry HOST:PORT``) they are shared: an image missing here is first pulled as
+``HOST:PORT/<name>:<hash12>`` (the environment image likewise before it is built), and an image
+built here is pushed there once, so the next node pulls it rather than builds it. A failed pull
+falls back to building; a failed push is a warning and the run goes on. The content hash in the
+tag makes a pulled image the same as a built one.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import re
 import tempfile
 import time
@@ -25,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.swebench.official import official_image
+from agent.swebench.official import _reason, official_image
 from agent.swebench.records import (
     Instance,
     InstanceError,
@@ -38,6 +47,8 @@ from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
 from envs import images
 from envs.docker_util import docker_client, labels
 from envs.errors import ImageBuildError
+
+log = logging.getLogger(__name__)
 
 #: Where the repository is in an instance image (as in swebench's images).
 TESTBED = "/testbed"
@@ -57,6 +68,8 @@ class InstanceImage:
     cache_hit: bool
     seconds: float
     deviations: list[str]
+    #: Pulled from the registry (built by another node), not built here.
+    pulled: bool = False
 
 
 def _name(prefix: str, text: str) -> str:
@@ -117,6 +130,55 @@ def add_submodules(tree: Path, repos_dir: Path | None) -> list[str]:
     return missing
 
 
+def pull_from_registry(client: Any, registry: str, tag: str, status: Status = quiet) -> bool:
+    """Pull ``registry/tag`` and name it ``tag`` here; False when it cannot be had (then the
+    caller builds it: a registry without the image is the first node's normal case)."""
+    import docker.errors
+    import requests.exceptions
+
+    ref = f"{registry}/{tag}"
+    repository, version = ref.rsplit(":", 1)
+    status(f"docker pull {ref} (built by another node?)")
+    try:
+        for chunk in client.api.pull(repository, tag=version, stream=True, decode=True):
+            if chunk.get("error"):  # the daemon reports some failures inside the stream
+                raise docker.errors.APIError(str(chunk["error"]))
+        client.images.get(ref).tag(*tag.rsplit(":", 1))
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        reason = _reason(e)
+        if "no such image" not in reason:
+            log.warning("cannot pull %s: %s; building it here", ref, reason)
+        return False
+    finally:
+        with contextlib.suppress(Exception):  # one name per image here: the registry's goes
+            client.images.remove(ref, noprune=True)
+    return True
+
+
+def push_to_registry(client: Any, registry: str, tags: list[str], status: Status = quiet) -> bool:
+    """Push ``tags`` to ``registry`` as ``registry/<tag>``; a failure is a warning, not an error
+    (the run goes on; other nodes build the image themselves). Whether all were pushed."""
+    import docker.errors
+    import requests.exceptions
+
+    for tag in tags:
+        ref = f"{registry}/{tag}"
+        repository, version = ref.rsplit(":", 1)
+        status(f"docker push {ref} (once, for the other nodes)")
+        try:
+            client.images.get(tag).tag(repository, version)
+            for chunk in client.api.push(repository, tag=version, stream=True, decode=True):
+                if chunk.get("error"):
+                    raise docker.errors.APIError(str(chunk["error"]))
+        except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+            log.warning("cannot push %s: %s; the run goes on", ref, _reason(e))
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                client.images.remove(ref, noprune=True)
+    return True
+
+
 def build_instance_image(
     instance: Instance,
     spec: InstanceSpec,
@@ -126,8 +188,10 @@ def build_instance_image(
     status: Status = quiet,
     client: Any = None,
     run_id: str | None = None,
+    registry: str | None = None,
 ) -> InstanceImage:
-    """The instance's image, built only when no image with its content hash exists."""
+    """The instance's image, built only when no image with its content hash exists here (or,
+    with ``registry``, in the registry: then it is pulled; a built one is pushed there)."""
     started = time.monotonic()
     check_commits(instance, mirror)
     client = client or docker_client()
@@ -167,6 +231,11 @@ def build_instance_image(
     deviations = list(spec.deviations)
     if images.image_exists(client, tag):
         return InstanceImage(tag, spec.python, True, time.monotonic() - started, deviations)
+    if registry and pull_from_registry(client, registry, tag, status):
+        seconds = time.monotonic() - started
+        return InstanceImage(tag, spec.python, True, seconds, deviations, pulled=True)
+    if registry and not images.image_exists(client, env_tag):
+        pull_from_registry(client, registry, env_tag, status)
     builds = images.cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="testbed-", dir=builds) as tmp:
@@ -196,6 +265,8 @@ def build_instance_image(
             ),
         )
         _, hit = images.build_layered(client, env_layer, env_tag, repo_layer, tag, status)
+    if registry and not hit:
+        push_to_registry(client, registry, [env_tag, tag], status)
     return InstanceImage(tag, spec.python, hit, time.monotonic() - started, deviations)
 
 
@@ -207,7 +278,8 @@ class Environments:
     python_map: Mapping[str, str]
     image_source: str = "build"
     run_id: str | None = None
-    #: Where official images come from: a mirror registry HOST:PORT (default: Docker Hub).
+    #: A registry HOST:PORT: official images are pulled from it (a mirror; default: Docker
+    #: Hub); built images are pulled from it when it has them, else pushed to it once built.
     registry: str | None = None
     _done: dict[str, InstanceImage] = field(default_factory=dict)
 
@@ -234,6 +306,7 @@ class Environments:
                 repos_dir=self.repos_dir,
                 status=status,
                 run_id=self.run_id,
+                registry=self.registry,
             )
         self._done[instance.instance_id] = result
         return result
