@@ -44,6 +44,9 @@ FAST_HEALTH = {
     "RAY_health_check_period_ms": "500",
     "RAY_health_check_failure_threshold": "3",
     "RAY_health_check_initial_delay_ms": "0",
+    # The test's own cluster: a token in ~/.ray/auth_token (which any earlier local Ray
+    # leaves) must not switch its nodes or its drivers to token authentication.
+    "RAY_AUTH_MODE": "disabled",
 }
 
 
@@ -121,6 +124,8 @@ def cluster() -> Iterator[Cluster]:
         pytest.skip(message)
     import ray
 
+    saved = {k: os.environ.get(k) for k in FAST_HEALTH}
+    os.environ.update(FAST_HEALTH)  # for the drivers: this process and the pgs it starts
     # A short path: Ray's socket paths must stay under the kernel's 107 characters.
     root = Path(tempfile.mkdtemp(prefix="pgsray-"))
     temp = root / "t"
@@ -149,6 +154,11 @@ def cluster() -> Iterator[Cluster]:
             _stop(node)
         _stop(head)
         shutil.rmtree(root, ignore_errors=True)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 @pytest.fixture(scope="module")
