@@ -601,9 +601,7 @@ def test_a_budget_leaves_out_the_least_related_files_the_same_on_both_sides(
     assert tests[0] == DEDUPE.related_test and len(tests) == 3  # its own test file first
     tight = SETTINGS.model_copy(update={"budget": 2})
     cache = Baseline(tmp_path / "baseline.json")
-    started = time.monotonic()
     baseline = cache.ensure(dedupe, commit, tests, settings=tight)
-    assert time.monotonic() - started < 6  # one short run, and one stopped at the budget
     assert set(cut_targets(baseline)) == {"tests/test_slow_a.py", "tests/test_slow_b.py"}
     assert baseline.cut and baseline.cut.startswith("budget 2 s: 2 of 3 related test files")
     report = check_candidate(
