@@ -4,7 +4,7 @@
 
 Candidates (wrong fixes of the planted bugs; all fail their checks):
 
-- dedupe/sorted-set: ``tests/agent/example_repos.DEDUPE``'s wrong patch (loses the order);
+- dedupe/sorted-set: ``tests/support/example_repos.DEDUPE``'s wrong patch (loses the order);
 - dedupe/crash-on-empty: a fix that reads ``xs[0]`` first (IndexError on ``[]``), built here;
 - rle/hang: ``RLE``'s wrong patch (a count of ten or more never ends the loop);
 - median/unsorted-middle: the demo's first candidate (``agent/examples/median/replay.yaml``),
@@ -12,15 +12,15 @@ Candidates (wrong fixes of the planted bugs; all fail their checks):
 - dedupe/explicit-example: a fix that special-cases the issue's own example, checked with a
   property whose explicit ``@example`` (fourteen elements) fails too: Hypothesis stops there,
   the plugin searches on and the feedback shows the shrunk two-element input
-  (``tests/agent/test_pgs_examples.py``).
+  (``tests/pgs/test_pgs_examples.py``).
 
 For each, in one process and a real DockerSandbox of the repository's image (Python 3.9): the
 properties are written and validated on the original code, the related repository tests get
 their baseline, then the candidate is applied and checked ``--repeat`` times with
-:func:`agent.check.check_candidate` (kept properties plus related tests, one pytest run); the
+:func:`agent.pgs.check.check_candidate` (kept properties plus related tests, one pytest run); the
 first check in the container is reported apart from the warm median.
 
-Tokens, all counted with the same counter (:class:`agent.feedback.SimpleCounter`; tiktoken's
+Tokens, all counted with the same counter (:class:`agent.pgs.feedback.SimpleCounter`; tiktoken's
 o200k_base too when it can be loaded):
 
 - ours: the property-min message (:func:`select_failure` + :func:`render_feedback`);
@@ -52,7 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import shlex
 
-from agent.check import (
+from agent.cli import EXAMPLES, make_example_repo
+from agent.pgs.check import (
     CheckSettings,
     changed_files,
     check_candidate,
@@ -61,8 +62,7 @@ from agent.check import (
     run_pytest,
     validate_properties,
 )
-from agent.cli import EXAMPLES, make_example_repo
-from agent.feedback import (
+from agent.pgs.feedback import (
     SimpleCounter,
     TiktokenCounter,
     TokenCounter,
@@ -70,12 +70,12 @@ from agent.feedback import (
     render_feedback,
     select_failure,
 )
-from agent.report import CheckReport
+from agent.pgs.report import CheckReport
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
-from tests.agent.example_repos import DEDUPE, RLE, ExampleRepo, unified_patch
-from tests.agent.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY
-from tests.agent.test_pgs_examples import PROPERTY_FILE, SPECIAL_CASED
+from tests.pgs.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY
+from tests.pgs.test_pgs_examples import PROPERTY_FILE, SPECIAL_CASED
+from tests.support.example_repos import DEDUPE, RLE, ExampleRepo, unified_patch
 
 PROPERTIES = ".pgs/properties"
 ROUNDS = 5

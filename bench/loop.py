@@ -29,11 +29,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.loop import Agent, AgentConfig
+from agent.core.loop import Agent, AgentConfig
+from agent.core.tools import Toolset
+from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelConfig, ModelResponse, OpenAIModel, RetryConfig
-from agent.server import ScriptedServer
-from agent.tools import Toolset
-from agent.trajectory import Trajectory
+from agent.models.scripted import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import ensure_base_image
 from envs.sandbox import CommandResult

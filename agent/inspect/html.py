@@ -29,9 +29,9 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
+from agent.core.trajectory import write_atomic
 from agent.inspect.load import load_batch
 from agent.inspect.model import Batch, Diff, FileDiff, Trajectory
-from agent.trajectory import write_atomic
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Characters of a command's output shown on the page (head and tail); the rest in a sidecar.

@@ -8,7 +8,7 @@
   older or foreign file with keys missing: every missing part becomes a ``"missing: <what>"``
   note, never an exception;
 - :func:`load_batch`: ``<dir>/<id>/<id>.traj`` and ``preds.json`` (read by
-  :mod:`agent.compare`, as ``pgs report`` reads them), with ``resolved`` from a ``pgs eval``
+  :mod:`agent.pgs.compare`, as ``pgs report`` reads them), with ``resolved`` from a ``pgs eval``
   summary found as ``pgs report`` finds it (or SWE-agent's ``results.json``).
 
 Errors: :class:`InspectError` (a ValueError) for a PATH that cannot be inspected at all (it
@@ -26,8 +26,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.compare import ReportError, find_eval_report, prediction_fields
-from agent.compare import _predictions as read_predictions
 from agent.inspect.diff import InterdiffError, interdiff, parse_diff
 from agent.inspect.model import (
     Batch,
@@ -43,7 +41,9 @@ from agent.inspect.model import (
     Trajectory,
     Usage,
 )
-from agent.pgs import property_decorators
+from agent.pgs.compare import ReportError, find_eval_report, prediction_fields
+from agent.pgs.compare import _predictions as read_predictions
+from agent.pgs.method import property_decorators
 
 #: What the three kinds of PATH look like, for error messages.
 KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"

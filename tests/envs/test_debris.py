@@ -27,7 +27,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.cli import main as pgs
-from agent.server import ScriptedServer
+from agent.models.scripted import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.docker_util import (
     HOST_LABEL,

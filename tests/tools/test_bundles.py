@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.tools import OutputKind, classify_output, default_bundles_dir
+from agent.core.tools import OutputKind, classify_output, default_bundles_dir
 from tests.repos import make_repo
 from tests.tools.toolbox import SANDBOX_KINDS, ToolBox, toolbox
 

@@ -10,7 +10,7 @@
 - ``pipdep``: an install.sh that pip-installs a package (the sandbox has no network);
 - ``giveup``: a forfeit.
 
-The end-to-end runs (function calling and text mode) are in tests/agent/test_compat_runs.py.
+The end-to-end runs (function calling and text mode) are in tests/core/test_compat_runs.py.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from agent import toolenv
-from agent.config import TOOL_ENV
-from agent.tools import OutputKind, ToolCallError, ToolInstallError, Toolset, classify_output
+from agent.core import toolenv
+from agent.core.config import TOOL_ENV
+from agent.core.tools import OutputKind, ToolCallError, ToolInstallError, Toolset, classify_output
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.local import LocalSandbox
 from tests.repos import make_repo

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent.tools import Toolset
+from agent.core.tools import Toolset
 from envs.sandbox import CommandResult, Sandbox
 
 SANDBOX_KINDS = ["local", "docker"]

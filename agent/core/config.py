@@ -1,0 +1,221 @@
+"""Configuration of a run: one pydantic model per component, from a YAML file and from flags.
+
+Every leaf field of a component is also a flag, ``--SECTION.FIELD`` (``--agent.step-limit 30``,
+``--model.temperature 0.2``, ``--sandbox.memory 2g``); a few common ones have short aliases
+(``--model``, ``--base-url``, ``--sandbox``, ``--image``). Precedence: flags over the file over
+the defaults. A bad value is one error naming the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from agent.core.loop import AgentConfig
+from agent.models import ModelConfig
+from agent.pgs.method import PGSConfig
+from envs.docker_sandbox import DockerSandboxConfig
+from envs.local import LocalSandboxConfig
+
+SandboxConfig = Annotated[DockerSandboxConfig | LocalSandboxConfig, Field(discriminator="type")]
+
+
+class ConfigError(ValueError):
+    """A configuration file or flag that cannot be used; the message names the field."""
+
+
+#: SWE-agent's default tool environment, plus the window of its windowed editor.
+TOOL_ENV: dict[str, str | int | float | bool] = {
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "LESS": "-R",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+    "GIT_PAGER": "cat",
+    "WINDOW": "100",
+    "OVERLAP": "2",
+}
+
+
+class ToolsConfig(BaseModel):
+    """The tool bundles and the variables they read (SWE-agent's ``tools`` section)."""
+
+    model_config = ConfigDict(extra="forbid")
+    bundles: list[Path] | None = Field(
+        None, description="tool bundle folders (SWE-agent format); None: pgs's own bundles"
+    )
+    env_variables: dict[str, str | int | float | bool] = Field(
+        default_factory=lambda: dict(TOOL_ENV),
+        description="environment of every tool call; {NAME} in docstrings is substituted",
+    )
+    registry_variables: dict[str, Any] = Field(
+        default_factory=dict,
+        description="written to the tools' registry file (~/.swe-agent-env), over the bundles'",
+    )
+
+    @field_validator("env_variables")
+    @classmethod
+    def _over_defaults(cls, value: dict[str, Any]) -> dict[str, Any]:
+        return {**TOOL_ENV, **value}  # setting WINDOW keeps PAGER=cat
+
+
+class RunConfig(BaseModel):
+    """Everything a single run needs besides the repository and the issue."""
+
+    model_config = ConfigDict(extra="forbid")
+    model: ModelConfig
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    sandbox: SandboxConfig = Field(default_factory=DockerSandboxConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    pgs: PGSConfig = Field(default_factory=PGSConfig)
+
+
+SECTIONS: dict[str, type[BaseModel]] = {
+    "model": ModelConfig,
+    "agent": AgentConfig,
+    "sandbox": DockerSandboxConfig,
+    "tools": ToolsConfig,
+    "pgs": PGSConfig,
+}
+#: Fields of the other sandbox kinds that the flags also accept.
+EXTRA_SECTION_MODELS: dict[str, list[type[BaseModel]]] = {"sandbox": [LocalSandboxConfig]}
+ALIASES = {
+    "model.name": ["--model"],
+    "model.base_url": ["--base-url"],
+    "sandbox.type": ["--sandbox"],
+    "sandbox.image": ["--image"],
+    "pgs.feedback": ["--feedback"],
+    "pgs.rounds": ["--rounds"],
+    "pgs.tester_model": ["--tester-model"],
+    "pgs.keep_properties": ["--keep-properties"],
+    "pgs.test_cmd": ["--test-cmd"],
+}
+
+
+def _scalar(annotation: Any) -> tuple[Any, list[str] | None] | None:
+    """(python type, choices) for a flag-able annotation, or None for structured values."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _scalar(args[0]) if len(args) == 1 else None
+    if origin is Literal:
+        return str, [str(a) for a in typing.get_args(annotation)]
+    if annotation in (str, int, float, bool):
+        return annotation, None
+    return None
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per config field; structured fields (lists, tables) take JSON or YAML text."""
+    for section, model in SECTIONS.items():
+        group = parser.add_argument_group(f"{section} options")
+        fields = dict(model.model_fields)
+        choices: dict[str, list[str]] = {}
+        for other in [model, *EXTRA_SECTION_MODELS.get(section, [])]:
+            for name, info in other.model_fields.items():
+                fields.setdefault(name, info)
+                kind = _scalar(info.annotation)
+                if kind and kind[1]:
+                    choices.setdefault(name, []).extend(kind[1])
+        for name, info in fields.items():
+            key = f"{section}.{name}"
+            flags = [f"--{section}.{name.replace('_', '-')}", *ALIASES.get(key, [])]
+            help_text = (info.description or "").replace("%", "%%")
+            kind = _scalar(info.annotation)
+            dest = key.replace(".", "__")
+            if kind is None:
+                parser_args: dict[str, Any] = {"type": _structured, "metavar": "JSON"}
+            elif kind[0] is bool:
+                parser_args = {"action": argparse.BooleanOptionalAction}
+            else:
+                parser_args = {"type": kind[0], "metavar": name.upper()}
+                if name in choices:
+                    parser_args = {"choices": choices[name]}
+            group.add_argument(*flags, dest=dest, default=None, help=help_text, **parser_args)
+
+
+def _structured(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise argparse.ArgumentTypeError(f"not valid JSON or YAML: {e}") from None
+
+
+def flag_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields set on the command line, as a nested dict."""
+    out: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if value is None or "__" not in dest:
+            continue
+        section, field = dest.split("__", 1)
+        if section in SECTIONS:
+            out.setdefault(section, {})[field] = value
+    return out
+
+
+def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as e:
+            raise ConfigError(f"cannot read the config file {path}: {e.strerror}") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"the config file {path} is not valid YAML{_yaml_where(e)}") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"the config file {path} must hold a mapping of sections")
+        data = loaded
+    data = merge(data, overrides)
+    # Switching the sandbox kind keeps only the fields that kind has.
+    sandbox = data.get("sandbox") or {}
+    if isinstance(sandbox, dict) and "type" not in sandbox:  # `--image X` alone means docker
+        sandbox = data["sandbox"] = {"type": "docker", **sandbox}
+    if isinstance(sandbox, dict) and sandbox.get("type") == "local":
+        allowed = set(LocalSandboxConfig.model_fields)
+        dropped = {k for k in sandbox if k not in allowed and k in overrides.get("sandbox", {})}
+        data["sandbox"] = {k: v for k, v in sandbox.items() if k not in dropped}
+    if "name" not in (data.get("model") or {}):
+        raise ConfigError("no model given: pass --model NAME (or model.name in --config)")
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(describe_validation_error(e, source=str(path or "flags"))) from None
+
+
+def _yaml_where(error: yaml.YAMLError) -> str:
+    """Where and what, on one line (str(error) spans several, with a source excerpt)."""
+    mark = getattr(error, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    return f"{where}: {problem}"
+
+
+def describe_validation_error(error: ValidationError, *, source: str) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"] if not str(p).endswith("Config"))
+        problems.append(f"{where}: {item['msg']}")
+    return f"bad configuration ({source}): " + "; ".join(problems)
+
+
+def dump(config: RunConfig) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(config.model_dump_json())
+    return data

@@ -1,0 +1,460 @@
+"""The Generator: a ReAct loop over an OpenAI-compatible model and a sandbox.
+
+    run → step → query → parse → execute → observe
+
+Control flow goes through a few exceptions that carry what the run ends with:
+:class:`Submitted` (the model submitted a patch), :class:`LimitReached` (steps, time or cost;
+the current diff is kept as the submission), :class:`Forfeited`, and
+:class:`~agent.core.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a
+row).
+The trajectory is written after every step and in a ``finally``, so Ctrl-C or a crash leaves a
+valid ``.traj`` with its exit status.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.core.parsing import FormatError, interactive_refusal, parse_text_action
+from agent.core.tools import OutputKind, Toolset, classify_output
+from agent.core.trajectory import Trajectory
+from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
+from envs.sandbox import CommandResult, Sandbox
+
+SYSTEM_TEMPLATE = """\
+You are a careful software engineer working in a git repository at {{ repo_path }}.
+You fix the issue you are given by exploring the code, editing files and running commands.
+Every command runs in a fresh shell in {{ repo_path }}: `cd` and `export` do not carry over.
+Interactive programs (vim, less, a bare python) are not available.
+{% if not function_calling %}
+Reply with your reasoning, then exactly ONE command in a fenced block:
+
+```bash
+the command
+```
+
+Tools you can run as commands, besides any shell command:
+{{ tool_docs }}
+{% endif %}
+When the issue is fixed, run `submit`.
+"""
+
+INSTANCE_TEMPLATE = """\
+<issue>
+{{ problem_statement }}
+</issue>
+
+Fix this issue in the repository at {{ repo_path }} with as small a change as possible to the
+non-test files. First find and reproduce the problem, then edit the code, then check your fix,
+then submit.
+"""
+
+OBSERVATION_TEMPLATE = """\
+{% if output %}{{ output }}{% else %}(no output; exit code {{ exit_code }}){% endif %}
+{% if timed_out %}
+The command was stopped after {{ timeout }} s. Run something faster, or in smaller parts.
+{% endif %}"""
+
+FORMAT_ERROR_TEMPLATE = """\
+Your reply could not be used: {{ error }}
+{% if function_calling %}Call exactly one tool.{% else %}Reply with your reasoning and exactly \
+one fenced ```bash block holding one command.{% endif %}"""
+
+ELIDED_TEMPLATE = "Old output of this command omitted ({{ lines }} lines)."
+
+
+class AgentConfig(BaseModel):
+    """How the Generator works: prompts, limits and history handling."""
+
+    model_config = ConfigDict(extra="forbid")
+    system_template: str = SYSTEM_TEMPLATE
+    instance_template: str = INSTANCE_TEMPLATE
+    observation_template: str = OBSERVATION_TEMPLATE
+    format_error_template: str = FORMAT_ERROR_TEMPLATE
+    step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
+    time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
+    command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")
+    max_format_errors: int = Field(3, ge=1, description="malformed replies in a row before exit")
+    max_observation_chars: int = Field(
+        12_000, gt=200, description="longer command output is cut in the middle"
+    )
+    keep_observations: int = Field(
+        5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
+    )
+
+
+class Reviewer(Protocol):
+    """Checks a submitted patch (the PGS Tester): a feedback message sends the Generator back to
+    work in the same conversation, with at least ``round_steps`` more steps and ``round_time``
+    more seconds; None accepts the patch and ends the run. ``final_check`` checks the diff a
+    limit ends the run with (recorded, no feedback)."""
+
+    round_steps: int
+    round_time: float
+
+    def review(self, patch: str) -> str | None: ...
+
+    def final_check(self, patch: str, why: str) -> None: ...
+
+
+class Submitted(Exception):
+    def __init__(self, patch: str) -> None:
+        self.patch = patch
+
+
+class LimitReached(Exception):
+    """A step, time or cost limit; ``status`` is the exit status suffix (exit_cost, ...)."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Forfeited(Exception):
+    pass
+
+
+@dataclass
+class Action:
+    thought: str
+    command: str
+    #: The tool call this command answers (function calling), else None.
+    call_id: str | None = None
+    tool: str | None = None
+
+
+@dataclass
+class RunResult:
+    exit_status: str
+    submission: str
+    steps: int
+    trajectory: Trajectory
+
+
+def cut_middle(text: str, limit: int, *, dropped: int = 0) -> str:
+    """``text`` cut to its first and last ``limit // 2`` characters; ``dropped``: characters
+    already cut out of its middle before it got here (the sandbox caps what it returns)."""
+    if len(text) <= limit:  # (a sandbox's own cut, if any, says what it dropped)
+        return text
+    half = limit // 2
+    omitted = len(text) - 2 * half + dropped
+    return (
+        f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
+        f"range to see them ...]\n{text[-half:]}"
+    )
+
+
+class Agent:
+    def __init__(
+        self,
+        config: AgentConfig,
+        model: Model,
+        sandbox: Sandbox,
+        toolset: Toolset,
+        trajectory: Trajectory,
+        *,
+        function_calling: bool = True,
+        on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+        reviewer: Reviewer | None = None,
+    ) -> None:
+        self.config = config
+        self.model = model
+        self.sandbox = sandbox
+        self.toolset = toolset
+        self.traj = trajectory
+        self.function_calling = function_calling
+        self.on_step = on_step
+        self.reviewer = reviewer
+        self.messages: list[dict[str, Any]] = []
+        self.env: dict[str, str] = {}
+        self.state: dict[str, Any] = {}
+        self.steps = 0
+        self.format_errors = 0
+        self.started = 0.0
+        #: The limits in force: the config's, raised after each feedback round (0: none).
+        self.step_limit = config.step_limit
+        self.time_limit = config.time_limit
+        self._jinja = jinja2.Environment(
+            undefined=jinja2.StrictUndefined, keep_trailing_newline=True
+        )
+        # Compiling a template costs about 0.7 ms; prompt() renders one per old observation.
+        self._templates: dict[str, jinja2.Template] = {}
+
+    # -- run ----------------------------------------------------------------------------------
+
+    def run(self, problem_statement: str) -> RunResult:
+        self.started = time.monotonic()
+        status, submission = "exit_error", ""
+        try:
+            self.setup(problem_statement)
+            while True:
+                self.step()
+        except Submitted as e:
+            status, submission = "submitted", e.patch
+        except LimitReached as e:
+            status, submission = f"submitted ({e.status})", self._current_diff()
+            self.traj.info["limit_message"] = str(e)
+            if self.reviewer is not None:  # never submitted unchecked
+                self.reviewer.final_check(submission, e.status)
+        except Forfeited:
+            status = "exit_forfeit"
+        except FormatError as e:
+            status, submission = "exit_format", self._current_diff()
+            self.traj.info["error"] = str(e)
+        except KeyboardInterrupt:
+            status, submission = "interrupted", self._current_diff()
+            raise
+        except Exception as e:
+            status, submission = "exit_error", self._current_diff()
+            self.traj.info["error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            self.traj.info.update(
+                exit_status=status,
+                submission=submission,
+                model_stats=self.model.stats.model_dump(),
+                steps=self.steps,
+                duration=round(time.monotonic() - self.started, 3),
+            )
+            self.traj.history = self.messages
+            self.traj.save()
+        return RunResult(status, submission, self.steps, self.traj)
+
+    def setup(self, problem_statement: str) -> None:
+        # PROBLEM_STATEMENT: read by SWE-agent's review-on-submit tools.
+        self.env = self.toolset.install(self.sandbox, env={"PROBLEM_STATEMENT": problem_statement})
+        values = {
+            "repo_path": self.sandbox.repo_path,
+            "problem_statement": problem_statement,
+            "function_calling": self.function_calling,
+            "tool_docs": self.toolset.text_docs(),
+        }
+        self.add("system", self.render(self.config.system_template, values), "system")
+        self.add("user", self.render(self.config.instance_template, values), "user")
+        self.traj.save()
+
+    def step(self) -> None:
+        self.check_limits()
+        response = self.query()
+        try:
+            actions = self.parse(response)
+        except FormatError as e:
+            self.format_errors += 1
+            self.add_reply(response, tool_calls=False)
+            if self.format_errors >= self.config.max_format_errors:
+                raise
+            self.add(
+                "user",
+                self.render(
+                    self.config.format_error_template,
+                    {"error": str(e), "function_calling": self.function_calling},
+                ),
+                "format_error",
+            )
+            return
+        self.format_errors = 0
+        self.add_reply(response, tool_calls=True, action="\n".join(a.command for a in actions))
+        for i, action in enumerate(actions):
+            self.execute(action, response, charged=i == 0)
+
+    # -- the parts of a step ------------------------------------------------------------------
+
+    def check_limits(self) -> None:
+        if self.step_limit and self.steps >= self.step_limit:
+            raise LimitReached("exit_step_limit", f"step limit of {self.step_limit} reached")
+        if self.time_limit and time.monotonic() - self.started >= self.time_limit:
+            raise LimitReached("exit_time", f"time limit of {self.time_limit:.0f} s reached")
+
+    def extend_limits(self, steps: int, seconds: float) -> None:
+        """A feedback round: at least ``steps`` more steps and ``seconds`` more from now."""
+        if self.step_limit:
+            self.step_limit = max(self.step_limit, self.steps + steps)
+        if self.time_limit:
+            elapsed = time.monotonic() - self.started
+            self.time_limit = max(self.time_limit, elapsed + seconds)
+        self.traj.info["limits"] = {"steps": self.step_limit, "seconds": round(self.time_limit)}
+
+    def query(self) -> ModelResponse:
+        tools = self.toolset.openai_tools() if self.function_calling else None
+        try:
+            return self.model.query(self.prompt(), tools)
+        except CostLimitExceeded as e:
+            raise LimitReached("exit_cost", str(e)) from e
+        except ContextWindowExceeded as e:
+            raise LimitReached("exit_context", str(e)) from e
+
+    def parse(self, response: ModelResponse) -> list[Action]:
+        if not self.function_calling:
+            thought, command = parse_text_action(response.content)
+            return [Action(thought, self.toolset.guard_multiline(command))]
+        if not response.tool_calls:
+            raise FormatError("your reply called no tool")
+        actions = []
+        for call in response.tool_calls:
+            if call.error:
+                raise FormatError(f"the arguments of {call.name} are malformed: {call.error}")
+            command = self.toolset.to_command(call.name, call.arguments)
+            actions.append(Action(response.content, command, call.id, call.name))
+        return actions
+
+    def execute(self, action: Action, response: ModelResponse, *, charged: bool = True) -> None:
+        """Run one action; ``charged``: this step carries the reply's tokens and cost (the
+        first action of a reply that made several)."""
+        self.steps += 1
+        start = time.monotonic()
+        refusal = interactive_refusal(action.command)
+        if refusal is not None:
+            observation, kind, patch, exit_code = refusal, OutputKind.NORMAL, None, 1
+            timed_out = False
+        else:
+            result = self.sandbox.run(
+                action.command, timeout=self.config.command_timeout, env=self.env
+            )
+            out = classify_output(result.output)
+            kind, patch, exit_code, timed_out = (
+                out.kind,
+                out.patch,
+                result.exit_code,
+                result.timed_out,
+            )
+            if kind is OutputKind.SUBMISSION and not (patch or "").strip():
+                patch = self._model_patch()  # SWE-agent's submit prints only the marker
+            observation = cut_middle(
+                out.text, self.config.max_observation_chars, dropped=_dropped(result)
+            )
+        self.state = self.toolset.state(self.sandbox, self.env)
+        rendered = self.render(
+            self.config.observation_template,
+            {
+                # SWE-agent's names too: observation, and the state of its bundles
+                "output": observation,
+                "observation": observation,
+                "exit_code": exit_code,
+                "timed_out": timed_out,
+                "timeout": self.config.command_timeout,
+                "open_file": "n/a",
+                "working_dir": self.sandbox.repo_path,
+                "diff": "",
+                **self.state,
+            },
+        )
+        self.add_observation(rendered, action)
+        step = {
+            "action": action.command,
+            "observation": observation,
+            "response": response.content,
+            "thought": action.thought,
+            "execution_time": round(time.monotonic() - start, 4),
+            "state": self.state,
+            "query": self.traj_query(),
+            "tool": action.tool,
+            "exit_code": exit_code,
+            "usage": {
+                "tokens_sent": response.tokens_sent if charged else 0,
+                "tokens_received": response.tokens_received if charged else 0,
+                "cost": response.cost if charged else 0.0,
+            },
+        }
+        self.traj.steps.append(step)
+        self.traj.history = self.messages
+        self.traj.save()
+        if self.on_step is not None:
+            self.on_step(self, step)
+        if kind is OutputKind.SUBMISSION:
+            feedback = self.reviewer.review(patch or "") if self.reviewer else None
+            if feedback is None:
+                raise Submitted(patch or "")
+            self.add("user", feedback, "feedback")
+            assert self.reviewer is not None
+            self.extend_limits(self.reviewer.round_steps, self.reviewer.round_time)
+            self.traj.history = self.messages
+            self.traj.save()
+        if kind is OutputKind.EXIT_FORFEIT:
+            raise Forfeited()
+
+    # -- messages -----------------------------------------------------------------------------
+
+    def render(self, template: str, values: dict[str, Any]) -> str:
+        compiled = self._templates.get(template)
+        if compiled is None:
+            compiled = self._templates[template] = self._jinja.from_string(template)
+        return compiled.render(**values).strip()
+
+    def add(self, role: str, content: str, message_type: str, **extra: Any) -> None:
+        self.messages.append(
+            {
+                "role": role,
+                "content": content,
+                "agent": "main",
+                "message_type": message_type,
+                **extra,
+            }
+        )
+
+    def add_reply(self, response: ModelResponse, *, tool_calls: bool, action: str = "") -> None:
+        """The model's reply in the history; ``thought`` and ``action`` as SWE-agent writes
+        them (its web inspector reads them)."""
+        message = response.message()
+        extra: dict[str, Any] = {"thought": response.content or "", "action": action}
+        if tool_calls and "tool_calls" in message:
+            extra["tool_calls"] = message["tool_calls"]
+        content = message["content"] or ""
+        if not tool_calls and response.tool_calls:  # keep what it asked for, as plain text
+            calls = "; ".join(f"{c.name}({c.raw_arguments})" for c in response.tool_calls)
+            content = f"{content}\n[tool calls: {calls}]".strip()
+        self.add("assistant", content, "action", **extra)
+
+    def add_observation(self, text: str, action: Action) -> None:
+        if action.call_id is not None:
+            self.add("tool", text, "observation", tool_call_id=action.call_id)
+        else:
+            self.add("user", text, "observation")
+
+    def prompt(self) -> list[dict[str, Any]]:
+        """The messages sent to the model: older observations elided to stay within context."""
+        observations = [
+            i for i, m in enumerate(self.messages) if m["message_type"] == "observation"
+        ]
+        old = set(observations[: -self.config.keep_observations])
+        out = []
+        for i, m in enumerate(self.messages):
+            msg = {
+                k: v for k, v in m.items() if k in ("role", "content", "tool_calls", "tool_call_id")
+            }
+            if i in old:
+                lines = m["content"].count("\n") + 1
+                msg["content"] = self.render(ELIDED_TEMPLATE, {"lines": lines})
+            out.append(msg)
+        return out
+
+    def traj_query(self) -> list[dict[str, Any]]:
+        """The last exchange only: the whole prompt per step would make the .traj quadratic."""
+        return self.prompt()[-3:]
+
+    def _model_patch(self) -> str:
+        """``<home>/model.patch``, where SWE-agent's submit writes the patch ('' if none)."""
+        home = getattr(self.sandbox, "home", None) or "/root"
+        try:
+            return self.sandbox.read_file(f"{home}/model.patch").decode("utf-8", "replace")
+        except Exception:  # no such file: the sandbox's own error type
+            return ""
+
+    def _current_diff(self) -> str:
+        try:
+            return self.sandbox.diff()
+        except Exception:  # the sandbox may be the thing that failed
+            return ""
+
+
+def _dropped(result: CommandResult) -> int:
+    """Characters the sandbox cut from the middle of a long output (estimated from bytes)."""
+    if not result.truncated or result.output_bytes <= 0:
+        return 0
+    kept = len(result.output.encode("utf-8", "replace"))
+    return max(0, result.output_bytes - kept)

@@ -1,0 +1,307 @@
+"""Tool bundles in a sandbox, the way SWE-agent sets them up: install, state, and the image layer
+that pre-installs what a bundle's ``install.sh`` fetches.
+
+:func:`install` uploads each bundle to ``<home>/tools/<name>``, puts its ``bin/`` on PATH and
+sources its ``install.sh`` (a failure names the bundle and the line). Before the first bundle it
+writes the registry file ``<home>/.swe-agent-env`` (JSON: the bundles' and the config's
+``registry_variables``; ``SWE_AGENT_ENV_FILE`` points at it), an empty ``<home>/state.json``, and
+gives the sandbox a ``python`` when it has only ``python3`` (SWE-agent's helpers start with
+``#!/usr/bin/env python``). After the last bundle the configured registry variables are written
+again, so an ``install.sh`` default (``_write_env WINDOW "$WINDOW"``) never wins over them.
+
+:func:`tools_image` builds, once per image and bundle set, an image with every bundle installed
+while the network is on (``pip install flake8`` in ``install.sh``): the sandbox then runs with
+the network off, and sourcing ``install.sh`` again finds its packages already there.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from envs.sandbox import SCRATCH_DIRS, Sandbox
+
+if TYPE_CHECKING:
+    import docker
+
+    from agent.core.tools import Bundle, Toolset
+
+ENV_MARK = "__PGS_TOOL_ENV__"
+FAILED_MARK = "__PGS_INSTALL_FAILED__"
+#: Variables a shell sets by itself: never carried from install.sh to later commands.
+SHELL_VARS = {"PWD", "OLDPWD", "SHLVL", "_"}
+#: Where ``python`` is linked to ``python3`` when the sandbox has no ``python``.
+SHIMS = ".pgs-shims"
+#: SWE-agent's registry file, relative to the sandbox's home.
+REGISTRY_FILE = ".swe-agent-env"
+#: A longer issue text is cut before it goes into the PROBLEM_STATEMENT variable (the kernel
+#: refuses a single environment string over 128 KiB).
+MAX_ENV_VALUE = 100_000
+
+
+class ToolInstallError(RuntimeError):
+    """Installing a bundle in the sandbox failed (upload, chmod or install.sh)."""
+
+
+def home(sandbox: Sandbox) -> str:
+    value = getattr(sandbox, "home", None)
+    return str(value) if value else "/root"
+
+
+def parse_env0(text: str) -> dict[str, str]:
+    env = {}
+    for item in text.split("\0"):
+        key, sep, value = item.partition("=")
+        if sep and key and "\n" not in key:
+            env[key] = value
+    return env
+
+
+def _prelude(root: str, registry_file: str, shims: str) -> str:
+    """Shell run once before the bundles: scratch folders that ``git add -A`` skips (SWE-agent's
+    submit stages everything), a ``python`` when there is only ``python3``, then the env."""
+    scratch = " ".join(shlex.quote(d) for d in SCRATCH_DIRS)
+    return (
+        f'cd {shlex.quote(root)} 2>/dev/null && for d in {scratch}; do mkdir -p "$d"'
+        ' && { [ -e "$d/.gitignore" ] || echo "*" > "$d/.gitignore"; }; done; '
+        f"mkdir -p {shims} && if ! command -v python >/dev/null 2>&1; then"
+        f' p=$(command -v python3) && ln -sf "$p" {shims}/python; fi; '
+        f"rm -f {shlex.quote(registry_file.rsplit('/', 1)[0])}/model.patch; "
+        "env -0 && exit 0"
+    )
+
+
+def _bundle_script(target: str, has_install: bool) -> str:
+    """Shell installing one uploaded bundle; prints the env after its install.sh."""
+    q = shlex.quote(target)
+    script = f"chmod +x {q}/bin/* 2>/dev/null; cd {q} || exit 1"
+    if has_install:
+        script += (
+            # The last failing line of install.sh, to name it if the script fails.
+            '; __pgs_failed=; trap \'[ "${BASH_SOURCE[0]##*/}" = install.sh ]'
+            ' && __pgs_failed="line $LINENO: $BASH_COMMAND"\' ERR'
+            "; source install.sh; rc=$?; trap - ERR"
+            f'; if [ $rc -ne 0 ]; then printf "\\n%s %s\\n" {FAILED_MARK} "$__pgs_failed";'
+            " exit $rc; fi"
+            f"; chmod +x {q}/bin/* 2>/dev/null; printf '\\n%s\\n' {ENV_MARK}"
+            # `&& exit 0`: a last command is exec'd by bash; keep bash as the parent
+            "; env -0 && exit 0"
+        )
+    return script
+
+
+def install(
+    sandbox: Sandbox,
+    bundles: Sequence[Bundle],
+    *,
+    registry: Mapping[str, Any],
+    env_variables: Mapping[str, str],
+    timeout: float = 300.0,
+) -> dict[str, str]:
+    """Install ``bundles``; return the environment for every later command (PATH with each
+    bin/ prepended, the shim folder last, ``env_variables``, whatever install.sh exported)."""
+    where = home(sandbox)
+    registry_file = f"{where}/{REGISTRY_FILE}"
+    shims = f"{where}/{SHIMS}"
+    sandbox.write_file(registry_file, json.dumps(_registry(bundles, registry)))
+    sandbox.write_file(f"{where}/state.json", "{}")
+    env: dict[str, str] = {
+        "ROOT": sandbox.repo_path,
+        "PGS_DIFF_EXCLUDE": ":".join(SCRATCH_DIRS),
+        "SWE_AGENT_ENV_FILE": registry_file,
+        **{k: str(v)[:MAX_ENV_VALUE] for k, v in env_variables.items()},
+    }
+    probe = sandbox.run(_prelude(sandbox.repo_path, registry_file, shims), env=env, timeout=timeout)
+    base = parse_env0(probe.output)
+    system_path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    path = f"{system_path}:{shims}"
+    for bundle in bundles:
+        target = f"{where}/tools/{bundle.name}"
+        try:
+            sandbox.upload(bundle.path, target)
+        except Exception as e:  # the sandbox's own errors, reported with the bundle named
+            raise ToolInstallError(f"cannot copy tool bundle {bundle.name!r}: {e}") from e
+        path = f"{target}/bin:{path}"
+        env["PATH"] = path
+        has_install = (bundle.path / "install.sh").is_file()
+        result = sandbox.run(_bundle_script(target, has_install), timeout=timeout, env=env)
+        if not result.ok:
+            raise ToolInstallError(_install_failure(bundle.name, result.output, result))
+        if ENV_MARK in result.output:
+            after = parse_env0(result.output.rpartition(f"\n{ENV_MARK}\n")[2])
+            for key, value in after.items():
+                if key not in SHELL_VARS and base.get(key) != value:
+                    env[key] = value
+            path = env["PATH"]
+    if registry:  # the configured values win over install.sh's defaults
+        _merge_registry(sandbox, registry_file, registry)
+    return env
+
+
+def _registry(bundles: Sequence[Bundle], configured: Mapping[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for bundle in bundles:
+        values.update(bundle.config.registry_variables)
+    return {**values, **configured}
+
+
+def _merge_registry(sandbox: Sandbox, path: str, values: Mapping[str, Any]) -> None:
+    try:
+        current = json.loads(sandbox.read_file(path) or b"{}")
+    except (ValueError, OSError):
+        current = {}
+    if not isinstance(current, dict):
+        current = {}
+    sandbox.write_file(path, json.dumps({**current, **values}))
+
+
+#: What pip, apt and curl print when there is no network.
+_OFFLINE_SIGNS = (
+    "No matching distribution",
+    "Could not resolve",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "NewConnectionError",
+)
+
+
+def _install_failure(name: str, output: str, result: Any) -> str:
+    head = f"installing tool bundle {name!r} failed (exit {result.exit_code}"
+    head += ", timed out)" if result.timed_out else ")"
+    before, found, line = output.rpartition(f"\n{FAILED_MARK} ")
+    if found:
+        head += f" at install.sh {line.strip() or 'line ?'}"
+        output = before
+    tail = output.strip()[-2000:]
+    hint = ""
+    if any(word in tail for word in _OFFLINE_SIGNS):
+        hint = (
+            "\nIt needs the network, which the sandbox does not have: pgs installs tool bundles "
+            "with the network on while it prepares the sandbox's image (pgs run and pgs batch "
+            "do); elsewhere give the sandbox the network (--sandbox.network)."
+        )
+    return f"{head}:\n{tail}{hint}"
+
+
+def state(sandbox: Sandbox, commands: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+    """Run the state commands, then read ``<home>/state.json`` ({} when there is none).
+
+    One sandbox round trip: the commands and the read are one shell command."""
+    if not commands:
+        return {}
+    steps = "; ".join(f"{{ {cmd} ; }} >/dev/null 2>&1" for cmd in commands)
+    state_file = f"{shlex.quote(home(sandbox))}/state.json"
+    result = sandbox.run(f"{steps}; cat {state_file} 2>/dev/null", env=env, max_output=1 << 28)
+    try:
+        value = json.loads(result.output or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- the image layer ---------------------------------------------------------------------------
+
+
+def needs_image(bundles: Sequence[Bundle]) -> bool:
+    """Whether some bundle has an install.sh (which may fetch packages)."""
+    return any((b.path / "install.sh").is_file() for b in bundles)
+
+
+def _content_digest(bundles: Sequence[Bundle]) -> list[Any]:
+    files = []
+    for bundle in bundles:
+        for path in sorted(p for p in bundle.path.rglob("*") if p.is_file()):
+            if "__pycache__" in path.parts:
+                continue
+            files.append([bundle.name, str(path.relative_to(bundle.path)), path.read_bytes().hex()])
+    return files
+
+
+def sandbox_image(image: str, toolset: Toolset, status: Callable[[str], None]) -> str:
+    """The image to start: ``image`` itself, or its tools layer when a bundle has install.sh."""
+    if not needs_image(toolset.bundles):
+        return image
+    from envs.docker_util import docker_client
+
+    status("installing the tool bundles in the image, network on (cached after the first time)")
+    return tools_image(
+        docker_client(),
+        image,
+        toolset.bundles,
+        env_variables=toolset.env_variables,
+        registry=toolset.registry_variables,
+    )
+
+
+def tools_image(
+    client: docker.DockerClient,
+    image: str,
+    bundles: Sequence[Bundle],
+    *,
+    env_variables: Mapping[str, str],
+    registry: Mapping[str, Any],
+) -> str:
+    """``image`` with ``bundles`` installed with the network on, built once and cached by tag."""
+    from envs.docker_util import labels
+    from envs.errors import ImageBuildError
+    from envs.images import Layer, digest, file_lock, image_exists
+
+    base_id = image_exists(client, image) or image
+    key = digest(base_id, _content_digest(bundles), sorted(env_variables.items()))[:16]
+    tag = f"pgs-tools:{key}"
+    with file_lock(f"tools-{key}"):
+        if image_exists(client, tag):
+            return tag
+        staging = Path(tempfile.mkdtemp(prefix="pgs-bundles-"))
+        try:
+            folders: dict[str, Path] = {}
+            for bundle in bundles:
+                copy = staging / bundle.name
+                shutil.copytree(bundle.path, copy, ignore=shutil.ignore_patterns("__pycache__"))
+                folders[f"/root/tools/{bundle.name}"] = copy
+            layer = Layer(
+                base=image,
+                steps=[_layer_script(bundles, env_variables, registry)],
+                labels=labels(kind="tools", base=image),
+                workdir="/root",
+                folders=folders,
+            )
+            try:
+                layer.build(client, tag)
+            except ImageBuildError as e:
+                raise ToolInstallError(
+                    f"preparing the tool bundles in {image} (network on) failed: {e}"
+                ) from e
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return tag
+
+
+def _layer_script(
+    bundles: Sequence[Bundle], env_variables: Mapping[str, str], registry: Mapping[str, Any]
+) -> str:
+    """One build step: every bundle installed in order, as :func:`install` does at run time."""
+    lines = [
+        "set +e",
+        f"export SWE_AGENT_ENV_FILE=/root/{REGISTRY_FILE} ROOT=/",
+        *(f"export {k}={shlex.quote(str(v))}" for k, v in env_variables.items()),
+        f"printf '%s' {shlex.quote(json.dumps(_registry(bundles, registry)))}"
+        f" > /root/{REGISTRY_FILE}",
+        f"mkdir -p /root/{SHIMS}; command -v python >/dev/null 2>&1 ||"
+        f' ln -sf "$(command -v python3)" /root/{SHIMS}/python',
+        f"export PATH=$PATH:/root/{SHIMS}",
+    ]
+    for bundle in bundles:
+        target = f"/root/tools/{bundle.name}"
+        lines.append(f"export PATH={target}/bin:$PATH; chmod +x {target}/bin/* 2>/dev/null")
+        if (bundle.path / "install.sh").is_file():
+            lines.append(
+                f"cd {target} && source install.sh; rc=$?; [ $rc -eq 0 ] || "
+                f"{{ echo 'tool bundle {bundle.name}: install.sh failed'; exit $rc; }}"
+            )
+    return "\n".join(lines)

@@ -1,0 +1,352 @@
+"""``pgs report``: Self-Edit and PGS side by side, one row per feedback mode (the PGS paper's
+Table 7, at repository level).
+
+What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` into each
+``preds.json`` entry and each ``<id>.pred``, beside ``instance_id``, ``model_name_or_path`` and
+``model_patch``):
+
+- ``pgs_mode``: ``none`` (the Generator alone), ``io`` (Self-Edit), ``property``,
+  ``property-min``;
+- ``pgs_verdict``: ``trajectory["pgs"]["verdict"]`` (``passed``, ``tests-only``, ``unchecked``,
+  ``failed``); ``unchecked`` when nothing checked the patch (``--feedback none``);
+- ``pgs_rounds``: feedback messages sent to the Generator;
+- ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
+  (the same count whatever the model, so modes and models compare);
+- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`).
+
+The trajectory is the source of truth: ``pgs report`` computes the same fields from each
+``<id>/<id>.traj`` and reads ``preds.json`` (or the ``.pred`` files) for which instances a run
+holds. Resolved counts come from a ``pgs eval`` summary (``<model>.<run_id>.json``, the
+harness's run report) found in the run folder or one level below it, e.g. after
+``pgs eval --predictions RUN/preds.json --report-dir RUN/eval``.
+
+Errors: a folder that is not a run (no predictions, or predictions without trajectories) is a
+:class:`ReportError`: one ``pgs: error:`` line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from agent.core.trajectory import Trajectory
+from agent.pgs.feedback import SimpleCounter
+from envs.cli import USER_ERROR, print_error
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
+MODES = ("none", "io", "property", "property-min")
+LABELS = {"io": "io (Self-Edit)", "property-min": "property-min (PGS)"}
+VERDICTS = ("passed", "tests-only", "unchecked", "failed")
+#: The keys :func:`prediction_fields` adds to a prediction.
+FIELDS = ("pgs_mode", "pgs_verdict", "pgs_rounds", "pgs_feedback_tokens", "cost")
+
+
+class ReportError(ValueError):
+    """A folder ``pgs report`` cannot read as a run; the message says what to do."""
+
+
+# -- the fields of one prediction ---------------------------------------------------------------
+
+
+def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) -> dict[str, Any]:
+    """The feedback mode and what it cost, from a ``.traj``'s content (see the module doc).
+
+    ``mode``: the run's ``--feedback``, used when the trajectory does not say (a run that
+    crashed before the agent started).
+    """
+    pgs = trajectory.get("pgs") or {}
+    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    found = pgs.get("mode") or config.get("feedback") or mode or "unknown"
+    counter = SimpleCounter()
+    feedback = [str(r["feedback"]) for r in pgs.get("rounds") or [] if r.get("feedback")]
+    return {
+        "pgs_mode": str(found),
+        "pgs_verdict": str(pgs.get("verdict") or "unchecked"),
+        "pgs_rounds": len(feedback),
+        "pgs_feedback_tokens": sum(counter.count(text) for text in feedback),
+        "cost": _cost(trajectory),
+    }
+
+
+def _cost(trajectory: dict[str, Any]) -> float:
+    """:func:`agent.core.run.usage`'s ``instance_cost`` (Generator + Tester) of a ``.traj``."""
+    # Imported here: agent.core.run may import this module to write its own .pred.
+    from agent.core.loop import RunResult
+    from agent.core.run import usage
+
+    traj = Trajectory(Path(os.devnull), replay_config={})
+    traj.info = dict(trajectory.get("info") or {})
+    traj.extra = {"pgs": trajectory.get("pgs") or {}}
+    result = RunResult(str(traj.info.get("exit_status")), "", 0, traj)
+    return usage(result)["instance_cost"]
+
+
+# -- reading run folders ------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    """One instance of one run."""
+
+    run: str
+    instance_id: str
+    mode: str
+    verdict: str
+    rounds: int
+    feedback_tokens: int
+    cost: float
+    exit_status: str | None = None
+    #: True / False from the run's eval report; None when no report grades it.
+    resolved: bool | None = None
+
+
+@dataclass
+class Run:
+    path: Path
+    rows: list[Row] = field(default_factory=list)
+    eval_report: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ReportError(f"cannot read {path}: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{path} is not valid JSON ({e}): is this a pgs batch folder?") from None
+
+
+def _predictions(folder: Path) -> dict[str, dict[str, Any]]:
+    """preds.json, else the ``<id>/<id>.pred`` files (``pgs run`` writes only those)."""
+    preds_path = folder / "preds.json"
+    if preds_path.is_file():
+        data = _read_json(preds_path)
+        items = list(data.values()) if isinstance(data, dict) else data
+        if not isinstance(items, list) or not all(
+            isinstance(p, dict) and "instance_id" in p for p in items
+        ):
+            raise ReportError(f"{preds_path} is not predictions (instance_id, model_patch)")
+        return {str(p["instance_id"]): p for p in items}
+    preds = {}
+    for pred_path in sorted(folder.glob("*/*.pred")):
+        pred = _read_json(pred_path)
+        if isinstance(pred, dict) and "instance_id" in pred:
+            preds[str(pred["instance_id"])] = pred
+    if not preds:
+        raise ReportError(
+            f"{folder} holds no preds.json and no <id>/<id>.pred: pass the --output-dir of a "
+            "`pgs batch` (or `pgs run`)"
+        )
+    return preds
+
+
+def find_eval_report(folder: Path) -> tuple[Path | None, list[str]]:
+    """The newest ``pgs eval`` summary in ``folder`` or one level below; (path, notes)."""
+    found = []
+    for path in [*folder.glob("*.json"), *folder.glob("*/*.json")]:
+        if path.name == "preds.json" or path.name.count(".") < 2:  # <model>.<run_id>.json
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict) and {"resolved_ids", "submitted_ids"} <= set(data):
+            found.append(path)
+    if not found:
+        return None, []
+    found.sort(key=lambda p: (p.stat().st_mtime, str(p)))
+    notes = []
+    if len(found) > 1:
+        notes.append(f"{len(found)} eval reports in {folder}; the newest is used: {found[-1]}")
+    return found[-1], notes
+
+
+def read_run(folder: Path) -> Run:
+    """The rows of one run folder, with ``resolved`` from its eval report when it has one."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ReportError(f"{folder} is not a folder: pass the --output-dir of a `pgs batch`")
+    preds = _predictions(folder)
+    run = Run(folder)
+    missing = []
+    for iid, pred in sorted(preds.items()):
+        traj_path = folder / iid / f"{iid}.traj"
+        if traj_path.is_file():
+            data = _read_json(traj_path)
+            fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+            status = (data.get("info") or {}).get("exit_status")
+        elif all(key in pred for key in FIELDS):  # the prediction recorded them
+            fields, status = {key: pred[key] for key in FIELDS}, None
+        else:
+            missing.append(iid)
+            continue
+        run.rows.append(
+            Row(
+                run=str(folder),
+                instance_id=iid,
+                mode=str(fields["pgs_mode"]),
+                verdict=str(fields["pgs_verdict"]),
+                rounds=int(fields["pgs_rounds"]),
+                feedback_tokens=int(fields["pgs_feedback_tokens"]),
+                cost=float(fields["cost"]),
+                exit_status=str(status) if status else None,
+            )
+        )
+    if missing:
+        first = folder / missing[0] / f"{missing[0]}.traj"
+        raise ReportError(
+            f"{len(missing)} of {len(preds)} predictions in {folder} have no trajectory "
+            f"(e.g. {first}): pass the whole --output-dir of a `pgs batch`"
+        )
+    run.eval_report, run.notes = find_eval_report(folder)
+    if run.eval_report is not None:
+        summary = _read_json(run.eval_report)
+        graded = set(summary.get("submitted_ids") or [])
+        resolved = set(summary.get("resolved_ids") or [])
+        for row in run.rows:
+            if row.instance_id in graded:
+                row.resolved = row.instance_id in resolved
+    return run
+
+
+# -- aggregation --------------------------------------------------------------------------------
+
+
+def _mean(total: float, n: int) -> float:
+    return total / n if n else 0.0
+
+
+def summarize_mode(mode: str, rows: list[Row]) -> dict[str, Any]:
+    """One mode's row of the comparison."""
+    n = len(rows)
+    graded = [r for r in rows if r.resolved is not None]
+    verdicts: Counter[str] = Counter(r.verdict for r in rows)
+    rounds = sum(r.rounds for r in rows)
+    tokens = sum(r.feedback_tokens for r in rows)
+    cost = sum(r.cost for r in rows)
+    return {
+        "mode": mode,
+        "runs": sorted({r.run for r in rows}),
+        "instances": n,
+        # None: no eval report grades any of them.
+        "resolved": sum(bool(r.resolved) for r in graded) if graded else None,
+        "graded": len(graded),
+        "verdicts": {**{v: 0 for v in VERDICTS}, **verdicts},
+        "rounds": {"total": rounds, "mean": _mean(rounds, n)},
+        "feedback_tokens": {"total": tokens, "mean": _mean(tokens, n)},
+        "cost": {"total": cost, "mean": _mean(cost, n)},
+    }
+
+
+def compare(folders: list[Path]) -> dict[str, Any]:
+    """Read every run folder and group their instances by feedback mode."""
+    runs = [read_run(folder) for folder in folders]
+    by_mode: dict[str, list[Row]] = {}
+    for run in runs:
+        for row in run.rows:
+            by_mode.setdefault(row.mode, []).append(row)
+    order = [m for m in MODES if m in by_mode] + sorted(set(by_mode) - set(MODES))
+    return {
+        "modes": [summarize_mode(mode, by_mode[mode]) for mode in order],
+        "runs": [
+            {
+                "dir": str(run.path),
+                "instances": len(run.rows),
+                "modes": sorted({r.mode for r in run.rows}),
+                "eval_report": str(run.eval_report) if run.eval_report else None,
+                "notes": run.notes,
+            }
+            for run in runs
+        ],
+        "instances": [vars(row) for run in runs for row in run.rows],
+    }
+
+
+# -- pgs report ---------------------------------------------------------------------------------
+
+
+def register_report(commands: Any) -> None:
+    parser = commands.add_parser(
+        "report",
+        help="compare runs side by side per feedback mode (Self-Edit vs PGS)",
+        description="Compare `pgs batch` runs per feedback mode, as the PGS paper's Table 7 "
+        "does: for each mode (none, io = Self-Edit, property, property-min = PGS) the "
+        "instances, how many the evaluation resolved, the Tester's verdicts, the feedback "
+        "rounds and their tokens, and the cost (Generator + Tester). Each RUN_DIR is the "
+        "--output-dir of a `pgs batch` (preds.json and <id>/<id>.traj); the resolved count "
+        "comes from a `pgs eval` summary inside it, e.g. after `pgs eval --predictions "
+        "RUN_DIR/preds.json --report-dir RUN_DIR/eval` (without one: '-').",
+        epilog="example: pgs batch ... --feedback io --output-dir runs/io; pgs batch ... "
+        "--feedback property-min --output-dir runs/pgs; pgs report runs/io runs/pgs",
+    )
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="a `pgs batch` output folder"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the comparison as JSON (modes, runs, and one entry per instance)",
+    )
+    parser.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        result = compare(args.run_dirs)
+    except ReportError as e:
+        print_error(str(e))
+        return USER_ERROR
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_comparison(result)
+    return 0
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    table = Table(title="feedback modes side by side", title_justify="left")
+    for column in ("mode", "instances", "resolved", *VERDICTS):
+        table.add_column(column, justify="left" if column == "mode" else "right")
+    for column in (
+        "rounds (mean / total)",
+        "feedback tokens (mean / total)",
+        "cost (total / mean)",
+    ):
+        table.add_column(column, justify="right")
+    for row in result["modes"]:
+        resolved = "-" if row["resolved"] is None else f"{row['resolved']}/{row['instances']}"
+        if row["resolved"] is not None and row["graded"] < row["instances"]:
+            resolved += f" ({row['graded']} graded)"
+        unchecked_mode = row["mode"] == "none"  # no Tester: no verdict to count
+        rounds, tokens, cost = row["rounds"], row["feedback_tokens"], row["cost"]
+        table.add_row(
+            LABELS.get(row["mode"], row["mode"]),
+            str(row["instances"]),
+            resolved,
+            *("-" if unchecked_mode else str(row["verdicts"][v]) for v in VERDICTS),
+            f"{rounds['mean']:.2f} / {rounds['total']}",
+            f"{tokens['mean']:.1f} / {tokens['total']}",
+            f"${cost['total']:.4f} / ${cost['mean']:.4f}",
+        )
+    out = Console(highlight=False)
+    if not out.is_terminal:  # a log file: never wrapped
+        out = Console(highlight=False, width=200)
+    out.print(table)
+    for run in result["runs"]:
+        report = run["eval_report"] or "no eval report (resolved: -)"
+        err.print(
+            f"{run['dir']}: {run['instances']} instances, {', '.join(run['modes'])}; {report}"
+        )
+        for note in run["notes"]:
+            err.print(f"  note: {note}")

@@ -1,0 +1,606 @@
+"""Feedback: pick ONE failure from a check and say it in a few lines (PGS §4.2, Appendix A.1).
+
+Three steps, one function each:
+
+- :func:`get_counter` — how tokens are counted: the model's own tokenizer when it can be had
+  (tiktoken for OpenAI names, a vLLM server's ``/tokenize``), else :class:`SimpleCounter`.
+- :func:`select_failure` — which failure to show. Property modes choose among every failing
+  INPUT of every failed test (:meth:`agent.pgs.report.TestResult.failing_inputs`: a property whose
+  explicit ``@example`` fails holds its generated, shrunk counterexample too). A repository
+  test broken by the patch comes first (ground truth outranks a property: soundness before
+  priority), then the first category of :data:`agent.pgs.report.PRIORITY` with a failure
+  (property violation, wrong answer, runtime error, timeout). ``property-min`` then picks the
+  input with the fewest tokens (the paper's Table 1: the minimal token count is the best
+  proxy); ``property`` the first one (an arbitrary failing example, Table 7's "no
+  minimisation" row); ``io`` the first failing test whatever its category (Self-Edit's plain
+  execution feedback). :class:`Selection` records the test, the input chosen and why.
+- :func:`render_feedback` — the message for the Generator, from a jinja2 template
+  (:data:`PROPERTY_TEMPLATE`, :data:`IO_TEMPLATE`; a caller may pass its own): the rule, the
+  test's node id, the input in full, what the code returned or raised, a few lines of trace,
+  the issue's own example in one line when it fails too, and the command that reruns the test
+  alone when the caller gives one.
+
+The token-count rule of :class:`SimpleCounter`, the documented fallback: the number of matches
+of the regular expression ``\\w+|[^\\w\\s]`` — a run of letters, digits and underscores (an
+identifier or a number) counts as one token, every other non-space character (punctuation,
+brackets, operators, quotes) counts as one, whitespace counts as nothing. ``xs=[0, 0]`` is
+``xs`` ``=`` ``[`` ``0`` ``,`` ``0`` ``]``: 7 tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
+
+import jinja2
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.models import OPENAI_DEFAULT_BASE_URL, ModelConfig
+from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
+
+__all__ = [
+    "IO_TEMPLATE",
+    "MAX_FIELD_CHARS",
+    "MAX_IO_CHARS",
+    "MAX_ISSUE_EXAMPLE_CHARS",
+    "MAX_TRACE_LINES",
+    "PROPERTY_TEMPLATE",
+    "FeedbackMode",
+    "Selection",
+    "SimpleCounter",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenizerName",
+    "TokenizerUnavailable",
+    "VllmCounter",
+    "failure_input",
+    "get_counter",
+    "render_feedback",
+    "select_failure",
+    "tokenize_url",
+]
+
+logger = logging.getLogger(__name__)
+
+FeedbackMode = Literal["io", "property", "property-min"]
+TokenizerName = Literal["auto", "tiktoken", "vllm", "simple"]
+
+#: Lines of traceback shown in property feedback (the last ones: where it failed).
+MAX_TRACE_LINES = 10
+#: Characters kept of one field (input, returned, exception, a trace line) in property feedback.
+MAX_FIELD_CHARS = 2000
+#: Characters kept of the raw pytest output in io feedback; only a runaway output is cut.
+MAX_IO_CHARS = 20_000
+#: Characters kept of the issue's own example when it is shown beside the chosen input.
+MAX_ISSUE_EXAMPLE_CHARS = 300
+
+
+# --------------------------------------------------------------------------- token counting
+
+
+class TokenizerUnavailable(RuntimeError):
+    """A tokenizer cannot be loaded or stopped answering; the caller falls back to simple."""
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of a text the way one model (or the fallback rule) does."""
+
+    @property
+    def name(self) -> str: ...
+
+    def count(self, text: str) -> int: ...
+
+
+_SIMPLE_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+class SimpleCounter:
+    """The deterministic fallback: matches of ``\\w+|[^\\w\\s]`` (see the module docstring)."""
+
+    name = "simple"
+
+    def count(self, text: str) -> int:
+        return sum(1 for _ in _SIMPLE_TOKEN.finditer(text))
+
+
+class TiktokenCounter:
+    """OpenAI models through the optional ``tiktoken`` package.
+
+    Raises :class:`TokenizerUnavailable` when the package is missing or its encoding cannot be
+    loaded (tiktoken downloads the BPE file on first use, which fails offline).
+    """
+
+    def __init__(self, model: str) -> None:
+        try:
+            import tiktoken
+        except ImportError:
+            raise TokenizerUnavailable("the tiktoken package is not installed") from None
+        bare = model.rsplit("/", 1)[-1]
+        try:
+            try:
+                self._encoding = tiktoken.encoding_for_model(bare)
+            except KeyError:  # a newer name than this tiktoken knows: the current encoding
+                self._encoding = tiktoken.get_encoding("o200k_base")
+        except Exception as exc:  # network, cache or file errors: all mean "not here"
+            raise TokenizerUnavailable(
+                f"tiktoken cannot load an encoding for {model!r}: {type(exc).__name__}: {exc}"
+            ) from exc
+        self.name = f"tiktoken:{self._encoding.name}"
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode(text, disallowed_special=()))
+
+
+class VllmCounter:
+    """A vLLM server's tokenizer: POST ``<base_url without /v1>/tokenize``.
+
+    The request is ``{"model", "prompt", "add_special_tokens": false}``; the answer's ``count``
+    is used, else the length of its ``tokens``. Any failure raises :class:`TokenizerUnavailable`.
+    """
+
+    def __init__(self, base_url: str, model: str, timeout: float = 10.0) -> None:
+        self.url = tokenize_url(base_url)
+        self.model = model
+        self.timeout = timeout
+        self.name = f"vllm:{model}"
+
+    def count(self, text: str) -> int:
+        body = json.dumps({"model": self.model, "prompt": text, "add_special_tokens": False})
+        request = urllib.request.Request(
+            self.url,
+            data=body.encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                answer = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise TokenizerUnavailable(f"{self.url} answered HTTP {exc.code}") from None
+        except (OSError, ValueError) as exc:  # URLError, timeouts, bad JSON
+            raise TokenizerUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from None
+        if isinstance(answer, dict):
+            if isinstance(answer.get("count"), int):
+                return int(answer["count"])
+            if isinstance(answer.get("tokens"), list):
+                return len(answer["tokens"])
+        raise TokenizerUnavailable(f"{self.url} answered neither 'count' nor 'tokens'")
+
+
+def tokenize_url(base_url: str) -> str:
+    """``http://host:8000/v1`` → ``http://host:8000/tokenize`` (vLLM serves it at the root)."""
+    root = base_url.rstrip("/")
+    root = root.removesuffix("/v1")
+    return f"{root}/tokenize"
+
+
+_OPENAI_NAME = re.compile(r"^(gpt-|o\d|chatgpt-|text-embedding-)")
+_probe_lock = threading.Lock()
+#: (tokenize URL, model) → whether the server answered: probed once per process.
+_vllm_probes: dict[tuple[str, str], bool] = {}
+#: model name → the tiktoken counter, or the reason it is unavailable: loaded once per process.
+_tiktoken_cache: dict[str, TiktokenCounter | str] = {}
+
+
+def _tiktoken(model: str) -> TiktokenCounter:
+    with _probe_lock:
+        cached = _tiktoken_cache.get(model)
+        if cached is None:
+            try:
+                cached = TiktokenCounter(model)
+            except TokenizerUnavailable as exc:
+                cached = str(exc)
+            _tiktoken_cache[model] = cached
+    if isinstance(cached, str):
+        raise TokenizerUnavailable(cached)
+    return cached
+
+
+def _vllm(base_url: str, model: str) -> VllmCounter:
+    counter = VllmCounter(base_url, model, timeout=3.0)
+    key = (counter.url, model)
+    with _probe_lock:
+        answered = _vllm_probes.get(key)
+        if answered is None:
+            try:
+                counter.count("ping")
+                answered = True
+            except TokenizerUnavailable as exc:
+                logger.debug("no tokenize endpoint: %s", exc)
+                answered = False
+            _vllm_probes[key] = answered
+    if not answered:
+        raise TokenizerUnavailable(f"{counter.url} does not answer tokenize requests")
+    return VllmCounter(base_url, model)
+
+
+def get_counter(
+    model_config: ModelConfig | None, tokenizer: TokenizerName | None = None
+) -> TokenCounter:
+    """The token counter for a model; never raises.
+
+    ``tokenizer`` None → the config's ``tokenizer`` setting when it has one, else ``"auto"``.
+    ``"auto"``: tiktoken for OpenAI names (gpt-*, o1/o3/o4…), else the server's tokenize
+    endpoint when it answers (probed once per URL and model), else :class:`SimpleCounter`.
+    ``"tiktoken"``/``"vllm"`` use that one or fall back to simple with a warning.
+    """
+    choice: str = tokenizer or getattr(model_config, "tokenizer", None) or "auto"
+    if model_config is None or choice == "simple" or model_config.name == "human":
+        return SimpleCounter()
+    name = model_config.name
+    base_url = model_config.resolved_base_url()
+    tries: list[Callable[[], TokenCounter]]
+    if choice == "tiktoken":
+        tries = [lambda: _tiktoken(name)]
+    elif choice == "vllm":
+        tries = [lambda: _vllm(base_url, name)]
+    else:  # auto; an OpenAI-like name served by vLLM (gpt-oss) gets the endpoint next
+        tries = []
+        if _OPENAI_NAME.match(name.rsplit("/", 1)[-1]):
+            tries.append(lambda: _tiktoken(name))
+        if base_url.rstrip("/") != OPENAI_DEFAULT_BASE_URL:  # the OpenAI API has no tokenize
+            tries.append(lambda: _vllm(base_url, name))
+    reasons: list[str] = []
+    for attempt in tries:
+        try:
+            return attempt()
+        except TokenizerUnavailable as exc:
+            reasons.append(str(exc))
+    if reasons:
+        log = logger.warning if choice != "auto" else logger.info
+        log("counting tokens with the simple rule: %s", "; ".join(reasons))
+    return SimpleCounter()
+
+
+# --------------------------------------------------------------------------- selection
+
+
+class Selection(BaseModel):
+    """The one failure fed back, and why it was chosen (recorded in the trajectory)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    result: TestResult
+    chosen: FailingInput = Field(
+        description="the failing input chosen: one of the result's failing inputs"
+    )
+    category: Category
+    mode: FeedbackMode
+    input: str = Field(description="the failing input as counted: the example's arguments")
+    tokens: int = Field(description="tokens of `input`, by `counter`")
+    counter: str = Field(description="the token counter's name, e.g. simple or tiktoken:o200k")
+    candidates: int = Field(description="failing inputs (io: failing tests) chosen among")
+    why: str
+    issue_example: str | None = Field(
+        None,
+        description="the arguments of a failing explicit @example (the issue's own) when it is "
+        "not the chosen input",
+    )
+
+
+_LABELS: dict[Category, tuple[str, str]] = {
+    "property_violation": ("property violation", "property violations"),
+    "wrong_answer": ("wrong answer", "wrong answers"),
+    "runtime_error": ("runtime error", "runtime errors"),
+    "timeout": ("timeout", "timeouts"),
+    "pass": ("pass", "passes"),
+}
+_REGRESSION_LABELS = ("repository test broken by the patch", "repository tests broken by the patch")
+_CALL = re.compile(r"^[\w.]+\((.*)\)$", re.DOTALL)
+_FALSIFYING = re.compile(r"^Falsifying (explicit )?example:\s*")
+
+
+def _arguments(example: str) -> str:
+    text = _FALSIFYING.sub("", example.strip())
+    match = _CALL.match(text)
+    if match is None:
+        return text
+    lines = [line.strip() for line in match.group(1).splitlines()]
+    return " ".join(line for line in lines if line).rstrip(",").strip()
+
+
+def failure_input(result: TestResult, chosen: FailingInput | None = None) -> str:
+    """The input a failure is measured (and shown) by.
+
+    The arguments of the falsifying example, ``test_f(xs=[0, 0])`` → ``xs=[0, 0]`` (Hypothesis'
+    multi-line form too): of ``chosen`` when given (one of the result's failing inputs), else
+    of the result's own example; for a test without an example, its node id.
+    """
+    example = chosen.example if chosen is not None else result.example
+    return _arguments(example) if example else result.nodeid
+
+
+def _rank(result: TestResult, failing: FailingInput) -> int:
+    """0 for a repository test broken by the patch (ground truth outranks a property), then
+    the place of the input's category in :data:`PRIORITY`."""
+    if result.regressed:
+        return 0
+    if failing.category in PRIORITY:
+        return 1 + PRIORITY.index(failing.category)
+    return 1 + len(PRIORITY)
+
+
+def _plural(category: Category, n: int, regressed: bool = False) -> str:
+    one, many = _REGRESSION_LABELS if regressed else _LABELS[category]
+    return f"{n} {one if n == 1 else many}"
+
+
+def _collection_failure(report: CheckReport) -> TestResult:
+    """A check whose tests could not even be collected is a runtime error, not a pass."""
+    error = report.errors[0]
+    first = next((line for line in reversed(error.splitlines()) if line.strip()), error)
+    return TestResult(
+        nodeid="<collection>",
+        outcome="error",
+        category="runtime_error",
+        exception=first.strip(),
+        trace=error,
+        output="\n\n".join(report.errors),
+    )
+
+
+def select_failure(
+    report: CheckReport, mode: FeedbackMode, counter: TokenCounter | None = None
+) -> Selection | None:
+    """The failure to feed back, or None when nothing failed.
+
+    Property modes choose among every failing INPUT of every failed test (a property whose
+    explicit ``@example`` fails also holds its generated, shrunk counterexample): first by rank
+    (a repository test broken by the patch, then :data:`~agent.pgs.report.PRIORITY`), then
+    ``property-min`` by the fewest tokens of input, ``property`` by report order.
+
+    When the counter fails part-way (a tokenize server went away), every candidate is counted
+    again with :class:`SimpleCounter` so that the counts compared are of one kind.
+    """
+    failures = report.failures()
+    if not failures and report.errors:
+        failures = [_collection_failure(report)]
+    if not failures:
+        return None
+    counter = counter or SimpleCounter()
+    try:
+        return _select(failures, mode, counter)
+    except TokenizerUnavailable as exc:
+        logger.warning("counting tokens with the simple rule: %s", exc)
+        return _select(failures, mode, SimpleCounter())
+
+
+def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounter) -> Selection:
+    if mode == "io":
+        chosen = failures[0]
+        failing = chosen.failing_inputs()[0]
+        text = failure_input(chosen, failing)
+        why = f"{len(failures)} failing tests; chose the first in report order (io feedback)"
+        return Selection(
+            result=chosen,
+            chosen=failing,
+            category=chosen.category,
+            mode=mode,
+            input=text,
+            tokens=counter.count(text),
+            counter=counter.name,
+            candidates=len(failures),
+            why=why,
+        )
+    if mode not in ("property", "property-min"):
+        raise ValueError(f"unknown feedback mode {mode!r}: use io, property or property-min")
+    every = [(r, f) for r in failures for f in r.failing_inputs()]
+    top = min(_rank(r, f) for r, f in every)
+    pool = [(r, f) for r, f in every if _rank(r, f) == top]
+    inputs = [failure_input(r, f) for r, f in pool]
+    if mode == "property-min":
+        counts = [counter.count(text) for text in inputs]
+        best = min(
+            range(len(pool)),
+            key=lambda i: (counts[i], len(inputs[i]), pool[i][0].nodeid, i),
+        )
+        how = f"chose the one whose input has {counts[best]} tokens ({counter.name} counter)"
+        tokens = counts[best]
+    else:
+        best = 0
+        tokens = counter.count(inputs[0])
+        how = f"chose the first in report order (input has {tokens} tokens, {counter.name} counter)"
+    result, failing = pool[best]
+    issue = next(
+        (failure_input(r, f) for r, f in every if f.explicit and f.example and f != failing),
+        None,
+    )
+    return Selection(
+        result=result,
+        chosen=failing,
+        category=failing.category,
+        mode=mode,
+        input=inputs[best],
+        tokens=tokens,
+        counter=counter.name,
+        candidates=len(pool),
+        why=f"{_plural(failing.category, len(pool), top == 0)}; {how}",
+        issue_example=None if issue == inputs[best] else issue,
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+#: Property feedback (modes property and property-min): one failing input, the Appendix A.1
+#: strategy of its category. Variables: round, rounds, category, label, nodeid, rule, input,
+#: has_example, has_rule, explicit, kind, regressed, returned, exception, trace_lines,
+#: duration, issue_example, rerun.
+PROPERTY_TEMPLATE = """\
+Round {{ round }} of {{ rounds }}. \
+{% if category == "property_violation" %}Property violated: {{ rule }}
+{% elif has_rule %}{{ label|capitalize }}. Rule: {{ rule }}
+{% else %}{{ label|capitalize }}.
+{% endif %}
+{% if not nodeid.startswith("<") %}
+Test: {{ nodeid }}
+{% endif %}
+{% if has_example %}
+Input{% if explicit %} (from the issue){% endif %}: {{ input }}
+{% endif %}
+{% if returned %}
+Got: {{ returned }}
+{% endif %}
+{% if exception and category != "timeout" %}
+Raised: {{ exception }}
+{% endif %}
+{% if trace_lines %}
+Trace:
+{% for line in trace_lines %}
+  {{ line }}
+{% endfor %}
+{% endif %}
+{% if issue_example %}
+The issue's own example also fails: {{ issue_example }}
+{% endif %}
+{% set subject = "this input" if has_example else "this test" %}
+{% if regressed or (category == "wrong_answer" and kind != "issue") %}
+This passed before your change and fails now: keep that behaviour while fixing the issue.
+{% elif category == "property_violation" %}
+Make the rule hold for every valid input, not only {{ subject }}.
+{% elif category == "wrong_answer" %}
+This is not the result the issue expects: fix the logic.
+{% elif category == "runtime_error" %}
+Your code crashed on {{ subject }}: fix the faulty assumption.
+{% elif category == "timeout" %}
+Too slow on {{ subject }}{% if duration %} (stopped after {{ "%.1f"|format(duration) }} s)\
+{% endif %}: use a faster algorithm.
+{% endif %}
+{% if rerun %}
+Rerun it alone: {{ rerun }}
+{% endif %}
+Change the code, not the tests, then submit again.
+"""
+
+#: io feedback (Self-Edit's execution feedback): the first failing test, its raw pytest output
+#: (input, expected and actual as pytest shows them), and Self-Edit's instruction.
+#: Variables: round, rounds, nodeid, output, category.
+IO_TEMPLATE = """\
+Round {{ round }} of {{ rounds }}: {{ nodeid }} failed. Its pytest output:
+{{ output }}
+Rewrite the code so that this test passes.
+"""
+
+_ENV = jinja2.Environment(
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=False,
+    autoescape=False,
+)
+
+
+def _clip(text: str | None, limit: int = MAX_FIELD_CHARS) -> str | None:
+    if text is None:
+        return None
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit] + f" … [{len(text) - limit} more chars]"
+
+
+def _rule_in_words(result: TestResult) -> str:
+    if result.rule:
+        return result.rule.strip()
+    name = result.nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
+    words = name.removeprefix("test_").replace("_", " ").strip()
+    return words or name
+
+
+_FRAME = re.compile(r"^(\S+):\d+ in \S+")
+_PYTEST_NOISE = re.compile(r"^\s*(Use -v to get more diff|Full diff:.*)?\s*$")
+
+
+def _is_test_path(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return path.startswith(".pgs/") or name.startswith("test_") or name.endswith("_test.py")
+
+
+def _trace_lines(failing: FailingInput) -> list[str]:
+    """At most 10 lines; none when the trace only shows the test's own failing assertion
+    (the message already holds it), so the lines left point into the code under test."""
+    if not failing.trace:
+        return []
+    lines = [line.rstrip() for line in failing.trace.strip().splitlines() if line.strip()]
+    frames = [m.group(1) for line in lines if (m := _FRAME.match(line.strip()))]
+    if (
+        failing.category in ("property_violation", "wrong_answer")
+        and frames
+        and all(_is_test_path(f) for f in frames)
+    ):
+        return []
+    # Clipped but not stripped: a source line stays indented under its frame.
+    return [line if len(line) <= 200 else line[:200] + " …" for line in lines[-MAX_TRACE_LINES:]]
+
+
+def _returned(failing: FailingInput) -> str | None:
+    """The assertion message whole (the test's own ``returned ..., expected ...`` first, then
+    pytest's explanation) without pytest's hints and blank lines."""
+    if not failing.returned:
+        return None
+    lines = [ln.rstrip() for ln in failing.returned.splitlines() if not _PYTEST_NOISE.match(ln)]
+    return _clip("\n".join(lines))
+
+
+def render_feedback(
+    selection: Selection,
+    mode: FeedbackMode,
+    round: int,
+    rounds: int,
+    template: str | None = None,
+    rerun: str | None = None,
+) -> str:
+    """The feedback message for round ``round`` of ``rounds`` (plain text, no trailing space).
+
+    Property modes: the rule, the test's node id, the chosen input in full, what the code
+    returned or raised, a few lines of trace, the issue's own example in one line when it fails
+    too and is another input, and ``rerun`` (the command that reruns the test alone) when
+    given. io: Self-Edit's execution feedback, the raw pytest output of the first failing test
+    (``rerun`` is not shown: the baseline gets the execution result only).
+    ``template`` replaces the default of the mode (:data:`PROPERTY_TEMPLATE` or
+    :data:`IO_TEMPLATE`); it sees the same variables.
+    """
+    if not 1 <= round <= rounds:
+        raise ValueError(f"round {round} is not within 1..{rounds}")
+    result = selection.result
+    if mode == "io":
+        raw = result.output or result.trace or result.returned or result.exception or ""
+        raw = raw.rstrip()
+        if len(raw) > MAX_IO_CHARS:  # a runaway output only: keep its end, where pytest reports
+            raw = f"[… {len(raw) - MAX_IO_CHARS} chars cut]\n" + raw[-MAX_IO_CHARS:]
+        variables: dict[str, Any] = {
+            "round": round,
+            "rounds": rounds,
+            "nodeid": result.nodeid,
+            "output": raw,
+            "category": selection.category,
+        }
+        source = template if template is not None else IO_TEMPLATE
+    else:
+        failing = selection.chosen
+        variables = {
+            "round": round,
+            "rounds": rounds,
+            "category": selection.category,
+            "label": "regression" if result.regressed else _LABELS[selection.category][0],
+            "nodeid": result.nodeid,
+            "rule": _rule_in_words(result),
+            "has_rule": bool(result.rule),
+            "input": _clip(selection.input),
+            "has_example": bool(failing.example),
+            "explicit": failing.explicit,
+            "kind": result.kind,
+            "regressed": result.regressed,
+            "returned": _returned(failing),
+            "exception": _clip(failing.exception),
+            "trace_lines": _trace_lines(failing),
+            "duration": result.duration,
+            "issue_example": _clip(selection.issue_example, MAX_ISSUE_EXAMPLE_CHARS),
+            "rerun": rerun,
+        }
+        source = template if template is not None else PROPERTY_TEMPLATE
+    text = _ENV.from_string(source).render(**variables)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()

@@ -1,0 +1,527 @@
+"""pytest plugin that runs inside the sandbox and writes what happened as one JSON report.
+
+It runs on the REPOSITORY's Python, so it uses the standard library, pytest (>= 7) and
+Hypothesis only, and stays compatible with Python 3.8. Load it with ``-p pgs_pytest_plugin``
+and its folder on ``PYTHONPATH`` (``agent/check.py`` does both).
+
+What it does:
+
+- registers the markers ``pgs_issue(rule)`` and ``pgs_regression(rule)``: the Tester marks
+  each property with one, the rule in one sentence;
+- loads a Hypothesis profile that makes two runs give the same result: derandomised, no
+  example database, one failure per test (the minimal one), no reproduction blobs;
+- stops a test that runs longer than ``PGS_TEST_TIMEOUT`` seconds (SIGALRM) and records the
+  input it was running, when the test is a Hypothesis property;
+- when a property fails on an explicit ``@example``, runs it once more with the explicit
+  examples left out (Hypothesis stops at a failing explicit example and never generates or
+  shrinks), within what is left of the same time limit and with the same settings otherwise,
+  and records the generated, shrunk failing input beside the explicit one;
+- writes ``PGS_REPORT`` (a :class:`agent.pgs.report.CheckReport` as JSON) at the end of the session.
+
+Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (100),
+``PGS_DEADLINE_MS`` (1000; ``0`` or ``none``: no deadline), ``PGS_TEST_TIMEOUT`` (20 seconds;
+``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output).
+
+The report::
+
+    {"results": [{"nodeid": "...", "kind": "issue|regression|repo", "rule": "...",
+                  "outcome": "passed|failed|error|skipped|timeout",
+                  "category": "property_violation|wrong_answer|runtime_error|timeout|pass",
+                  "example": "test_f(xs=[0, 0])", "explicit": false,
+                  "returned": "assert 2 == 1 ...", "exception": "Type: message",
+                  "trace": "<= 10 lines", "output": "raw, capped", "duration": 0.04,
+                  "examples": [{"example": "...", "explicit": true, "category": "...",
+                                "returned": "...", "exception": null, "trace": "..."}, ...]},
+                 ...],
+     "errors": ["<nodeid>: <collection error text>", ...], "exit_code": 1, "duration": 2.1}
+
+A failing test has ``returned`` (AssertionError: its message whole, the test's own first, such
+as ``returned [1, 1], expected [1]``, then pytest's explanation) or ``exception`` (anything
+else), ``trace`` (innermost frames outside pytest and Hypothesis, ``path:line in function``
+then the source line) and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
+one line; for a test stopped by the time limit, the input it was running (not shrunk).
+``examples`` (:class:`agent.pgs.report.FailingInput`) lists every failing input of a failed test:
+first the one the fields above describe (what pytest reported), then, after a failing explicit
+example, the generated one if the search found a different failing input. Node ids are
+pytest's own: the search adds inputs, never tests.
+
+Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError is a
+``property_violation``, unless the failing input is an explicit ``@example`` (then, like an
+unmarked repository test failing by AssertionError, a ``wrong_answer``); any other exception is
+a ``runtime_error``; the time limit or Hypothesis's deadline is a ``timeout``. Setup errors and
+modules that fail to import are results with outcome ``error`` (collection errors are also
+listed in ``errors``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import re
+import signal
+import time
+from typing import Any
+
+import pytest
+
+REPORT_ENV = "PGS_REPORT"
+KINDS = {"pgs_issue": "issue", "pgs_regression": "regression"}
+TRACE_LINES = 10
+#: Frames of these packages are noise in a trace: the failure is in the test or the code.
+_INTERNAL = re.compile(r"[/\\](_pytest|pluggy|hypothesis|_hypothesis_\w+)[/\\]|pgs_pytest_plugin")
+#: "Falsifying example:" before Hypothesis 6.1xx, "Failing test case:" after; same for explicit.
+_EXAMPLE = re.compile(r"(?:Falsifying|Failing) (?:(explicit) example|example|test case): ")
+#: Comments Hypothesis adds to a falsifying example; they cost tokens and say little.
+_HYPOTHESIS_COMMENT = re.compile(r"\s+# (or any other generated value|The test .*)$")
+
+
+class PgsTimeLimit(BaseException):
+    """Raised by the alarm. A BaseException, so neither the test's ``except Exception`` nor
+    Hypothesis (which would try to shrink an input that never returns) catches it."""
+
+
+def _env_number(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value == "none":
+        return 0.0
+    return float(value)
+
+
+def _hypothesis_profile() -> None:
+    try:
+        from hypothesis import HealthCheck, Phase, settings
+    except ImportError:  # a repository without Hypothesis still gets its tests run
+        return
+    deadline_ms = _env_number("PGS_DEADLINE_MS", 1000)
+    options: dict[str, Any] = {
+        "derandomize": True,
+        "database": None,
+        "max_examples": int(_env_number("PGS_MAX_EXAMPLES", 100)),
+        "deadline": deadline_ms if deadline_ms > 0 else None,
+        "print_blob": False,
+        "report_multiple_bugs": False,
+        # Timing-based health checks would make two runs disagree.
+        "suppress_health_check": [HealthCheck.too_slow],
+        # The explain phase traces every line (before Python 3.12): a time limit then fires in
+        # the tracer at a different line each run, and its notes cost tokens for little.
+        "phases": [phase for phase in Phase if phase.name != "explain"],
+    }
+    settings.register_profile("pgs", **options)
+    settings.load_profile("pgs")
+
+
+# -- the per-test time limit --------------------------------------------------------------------
+
+
+class _Alarm:
+    """SIGALRM after ``seconds``; the handler records the property's current input and raises."""
+
+    def __init__(self, item: Any, seconds: float) -> None:
+        self.item = item
+        self.seconds = seconds
+        self.example: str | None = None
+        self.previous: Any = None
+
+    def __enter__(self) -> _Alarm:
+        if self.seconds > 0 and hasattr(signal, "setitimer"):
+            self.previous = signal.signal(signal.SIGALRM, self._fire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
+
+    def _fire(self, signum: int, frame: Any) -> None:
+        self.example = _current_input(self.item, frame)
+        raise PgsTimeLimit(f"the test ran longer than the time limit of {self.seconds:g} s")
+
+
+def _inner_function(item: Any) -> Any:
+    obj = getattr(item, "obj", None)
+    hypothesis = getattr(obj, "hypothesis", None)
+    return getattr(hypothesis, "inner_test", None)
+
+
+def _current_input(item: Any, frame: Any) -> str | None:
+    """``test_f(x=...)`` for the Hypothesis input the interrupted test was running, if any."""
+    inner = _inner_function(item)
+    code = getattr(inner, "__code__", None)
+    while frame is not None and code is not None:
+        if frame.f_code is code:
+            names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+            fixtures = set(getattr(item, "fixturenames", ()))
+            args = ", ".join(
+                f"{name}={_short_repr(frame.f_locals.get(name))}"
+                for name in names
+                if name != "self" and name not in fixtures
+            )
+            return f"{code.co_name}({args})"
+        frame = frame.f_back
+    return None
+
+
+def _short_repr(value: Any, limit: int = 1000) -> str:
+    try:
+        text = repr(value)
+    except Exception as e:  # a broken __repr__ must not hide the timeout
+        text = f"<unprintable {type(value).__name__}: {e}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- turning a pytest report into a result --------------------------------------------------------
+
+
+def _kind_and_rule(item: Any) -> tuple[str, str | None]:
+    for marker_name, kind in KINDS.items():
+        marker = item.get_closest_marker(marker_name)
+        if marker is not None:
+            rule = marker.args[0] if marker.args else marker.kwargs.get("rule")
+            return kind, None if rule is None else str(rule)
+    return "repo", None
+
+
+def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """The exception itself, or the members of an exception group (Hypothesis, Python 3.11)."""
+    members = getattr(exc, "exceptions", None)
+    if isinstance(members, (list, tuple)) and members:
+        leaves: list[BaseException] = []
+        for member in members:
+            leaves.extend(_leaf_exceptions(member))
+        return leaves
+    return [exc]
+
+
+def _hit_time_limit(exc: BaseException) -> bool:
+    # The time limit may fire while Hypothesis generates or shrinks; it then raises an error of
+    # its own (FlakyStrategyDefinition...) with ours only in the chain of causes.
+    seen = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, PgsTimeLimit):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if _hit_time_limit(exc):
+        return True
+    name = type(exc).__name__
+    return name == "DeadlineExceeded" or (
+        name in ("Flaky", "FlakyFailure") and "Unreliable test timings" in str(exc)
+    )
+
+
+def _notes(exc: BaseException) -> list[str]:
+    notes: list[str] = []
+    for leaf in [exc, *_leaf_exceptions(exc)]:
+        for note in getattr(leaf, "__notes__", None) or ():
+            if isinstance(note, str) and note not in notes:
+                notes.append(note)
+    return notes
+
+
+def parse_example(text: str) -> tuple[str | None, bool]:
+    """The first falsifying example in Hypothesis's output, on one line, and if it was explicit.
+
+    Hypothesis prints ``Falsifying example: test_f(xs=[0])`` (newer versions: ``Failing test
+    case:``, ``Failing explicit example:``) or, for longer inputs,
+    ``test_f(`` / one argument per line / ``)``; pytest may prefix each line with ``E  ``.
+    """
+    lines = [re.sub(r"^E\s{1,7}", "", line.rstrip()) for line in text.splitlines()]
+    for index, line in enumerate(lines):
+        match = _EXAMPLE.search(line)
+        if match is None:
+            continue
+        explicit = bool(match.group(1))
+        head = line[match.end() :]
+        if not head.endswith("("):
+            return _HYPOTHESIS_COMMENT.sub("", head), explicit
+        parts = [head]
+        for follow in lines[index + 1 :]:
+            if follow.strip() == ")" and not follow.startswith(" "):
+                break
+            parts.append(_HYPOTHESIS_COMMENT.sub("", follow.strip()))
+        else:
+            return "\n".join(parts), explicit  # unterminated: keep what there is
+        joined = parts[0] + " ".join(parts[1:]).rstrip(",") + ")"
+        return joined, explicit
+    return None, False
+
+
+def _trace(excinfo: Any, root: str) -> str | None:
+    """At most ``TRACE_LINES`` lines: the innermost frames outside pytest and Hypothesis."""
+    lines = []
+    for entry in excinfo.traceback:
+        path = str(entry.path)
+        if _INTERNAL.search(path) or _is_wrapper(entry):
+            continue
+        if path.startswith(root + os.sep):
+            path = path[len(root) + 1 :]
+        try:
+            source = str(entry.statement).strip().splitlines()[0]
+        except Exception:  # no source (a C extension, a generated function)
+            source = ""
+        lines.append(f"{path}:{entry.lineno + 1} in {entry.name}")
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join(lines[-TRACE_LINES:]) or None
+
+
+def _is_wrapper(entry: Any) -> bool:
+    """Hypothesis's wrapper of a test carries the test's file and line: a decorator or def."""
+    try:
+        line = str(entry.statement).strip()
+    except Exception:
+        return False
+    return line.startswith(("@", "def ", "async def "))
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n... [{cut} characters cut] ...\n{text[-half:]}"
+
+
+def _returned(report: Any) -> str | None:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return _assertion_message(getattr(crash, "message", None))
+
+
+def _assertion_message(message: str | None) -> str | None:
+    """What an AssertionError says, whole (a message of the test's own, such as ``returned
+    [1, 1], expected [1]``, then pytest's ``assert ...`` explanation), without the notes."""
+    if not message:
+        return None
+    message = re.sub(r"^AssertionError(: ?|$)", "", message)
+    kept = []
+    for line in message.splitlines():
+        if _EXAMPLE.search(line):
+            break  # exception notes (the example, Hypothesis's explanations) follow
+        kept.append(line)
+    return "\n".join(kept).strip() or "assertion failed"
+
+
+# -- an explicit example hides the minimal counterexample ----------------------------------------
+
+#: The fields of one failing input (``agent.pgs.report.FailingInput``).
+_INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
+
+
+def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple[str, str]:
+    """(outcome, category) of a failure, by the paper's outcome classes."""
+    if any(_is_timeout(leaf) for leaf in leaves):
+        return "timeout", "timeout"
+    if leaves and all(isinstance(leaf, AssertionError) for leaf in leaves):
+        return "failed", "property_violation" if given and not explicit else "wrong_answer"
+    return "failed", "runtime_error"
+
+
+def _failed_on_explicit_example(exc: BaseException) -> bool:
+    if any(_is_timeout(leaf) for leaf in _leaf_exceptions(exc)):
+        return False  # the time is spent; searching on would only hit the limit again
+    return parse_example("\n".join(_notes(exc)))[1]
+
+
+def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | None:
+    """Run a Hypothesis test again with its explicit examples left out (Hypothesis stops at a
+    failing one, never generating or shrinking): the generated, shrunk failing input, or None.
+
+    Same settings otherwise (the pgs profile: derandomised, no database), so two runs agree.
+    """
+    try:
+        from hypothesis import Phase, settings
+    except ImportError:
+        return None
+    if type(item) is not pytest.Function:  # unittest cases report failures their own way
+        return None
+    function = getattr(item.obj, "__func__", item.obj)
+    parent = getattr(function, "_hypothesis_internal_use_settings", None)
+    if parent is None or _inner_function(item) is None:
+        return None
+    left_out = (Phase.explicit, Phase.reuse)
+    phases = [phase for phase in parent.phases if phase not in left_out]
+    if Phase.generate not in phases:
+        return None
+    printed = io.StringIO()
+    function._hypothesis_internal_use_settings = settings(parent, phases=phases)
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            item.runtest()
+        return None  # every generated input passes: only the explicit example fails
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the test's failure, a skip, or the time limit
+        return _failing_input(item, exc, printed.getvalue(), root)
+    finally:
+        function._hypothesis_internal_use_settings = parent
+
+
+def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dict[str, Any] | None:
+    leaves = _leaf_exceptions(exc)
+    if any(isinstance(leaf, pytest.skip.Exception) or _hit_time_limit(leaf) for leaf in leaves):
+        return None  # skipped, or the time limit cut the search: nothing shrunk to show
+    example, explicit = parse_example("\n".join(_notes(exc)) + "\n" + printed)
+    if example is None or explicit:
+        return None  # not a failing input (a health check, an unsatisfiable strategy...)
+    _, category = _classify(leaves, True, False)
+    found: dict[str, Any] = dict.fromkeys(_INPUT_FIELDS)
+    found.update(example=example, explicit=False, category=category)
+    assert exc.__traceback__ is not None  # it was raised
+    info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
+    leaf = leaves[0]
+    if isinstance(leaf, AssertionError) and category != "timeout":
+        found["returned"] = _assertion_message(str(leaf) or "assertion failed")
+    else:
+        message = str(leaf).strip().splitlines()
+        found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
+    found["trace"] = _trace(info, root)
+    return found
+
+
+class PgsReporter:
+    """Collects one result per test (and each collection error) and writes the report."""
+
+    def __init__(self, config: Any, path: str) -> None:
+        self.config = config
+        self.path = path
+        self.root = str(config.rootpath) if hasattr(config, "rootpath") else str(config.rootdir)
+        self.results: dict[str, dict[str, Any]] = {}
+        self.errors: list[str] = []
+        self.alarms: dict[str, _Alarm] = {}
+        #: node id → the failing input found by generating without the explicit examples.
+        self.generated: dict[str, dict[str, Any]] = {}
+        self.output_chars = int(_env_number("PGS_OUTPUT_CHARS", 4000))
+        self.started = time.monotonic()
+
+    # pytest hooks ------------------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: Any) -> Any:
+        alarm = _Alarm(item, _env_number("PGS_TEST_TIMEOUT", 20))
+        self.alarms[item.nodeid] = alarm
+        with alarm:
+            outcome = yield
+            excinfo = outcome.excinfo
+            if excinfo is not None and _failed_on_explicit_example(excinfo[1]):
+                # Within the same time limit: what the explicit example left of it.
+                found = _search_without_explicit_examples(item, self.root)
+                if found is not None:
+                    self.generated[item.nodeid] = found
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        outcome = yield
+        report = outcome.get_result()
+        try:
+            self._record(item, call, report)
+        except Exception as e:  # never lose the run over the report
+            self.errors.append(f"{item.nodeid}: the pgs plugin failed to record it: {e!r}")
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if not report.failed:
+            return
+        text = _cap(str(report.longreprtext).strip(), self.output_chars)
+        nodeid = report.nodeid or "<session>"
+        self.errors.append(f"{nodeid}: {text}")
+        last = text.strip().splitlines()[-1] if text.strip() else "collection failed"
+        self.results[nodeid] = {
+            "nodeid": nodeid,
+            "kind": "repo",
+            "rule": None,
+            "outcome": "error",
+            "category": "runtime_error",
+            "exception": re.sub(r"^E\s+", "", last),
+            "output": text,
+        }
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        data = {
+            "results": list(self.results.values()),
+            "errors": self.errors,
+            "exit_code": int(exitstatus),
+            "duration": round(time.monotonic() - self.started, 3),
+        }
+        directory = os.path.dirname(self.path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, self.path)
+
+    # results -----------------------------------------------------------------------------------
+
+    def _record(self, item: Any, call: Any, report: Any) -> None:
+        nodeid = item.nodeid
+        result = self.results.get(nodeid)
+        if result is None:
+            kind, rule = _kind_and_rule(item)
+            result = {"nodeid": nodeid, "kind": kind, "rule": rule, "duration": 0.0}
+            result.update(outcome="passed", category="pass")
+            self.results[nodeid] = result
+        result["duration"] = round(result["duration"] + float(report.duration or 0.0), 3)
+        if report.skipped:
+            result.update(outcome="skipped", category="pass")
+        if not report.failed:
+            return
+        if report.when == "call":
+            self._failure(item, call, report, result)
+        elif result["outcome"] in ("passed", "skipped"):  # setup or teardown error
+            result.update(outcome="error", category="runtime_error")
+            self._describe(call, report, result)
+
+    def _failure(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:
+        excinfo = call.excinfo
+        leaves = _leaf_exceptions(excinfo.value) if excinfo is not None else []
+        text = "\n".join(_notes(excinfo.value)) if excinfo is not None else ""
+        sections = "\n".join(content for _, content in report.sections)
+        example, explicit = parse_example(f"{text}\n{sections}\n{report.longreprtext}")
+        alarm = self.alarms.get(item.nodeid)
+        outcome, category = _classify(leaves, _inner_function(item) is not None, explicit)
+        if category == "timeout" and example is None and alarm is not None:
+            example = alarm.example
+        result.update(outcome=outcome, category=category, example=example, explicit=explicit)
+        self._describe(call, report, result)
+        inputs = [{key: result.get(key) for key in _INPUT_FIELDS}]
+        generated = self.generated.pop(item.nodeid, None)
+        if generated is not None and generated["example"] != example:
+            inputs.append(generated)
+        result["examples"] = inputs
+
+    def _describe(self, call: Any, report: Any, result: dict[str, Any]) -> None:
+        excinfo = call.excinfo
+        if excinfo is not None:
+            leaf = _leaf_exceptions(excinfo.value)[0]
+            if isinstance(leaf, AssertionError) and result["category"] != "timeout":
+                result["returned"] = _returned(report)
+            else:
+                message = str(leaf).strip().splitlines()
+                result["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
+            result["trace"] = _trace(excinfo, self.root)
+        result["output"] = _cap(str(report.longreprtext), self.output_chars)
+
+
+@pytest.hookimpl(trylast=True)  # after Hypothesis's own plugin loads a profile
+def pytest_configure(config: Any) -> None:
+    config.addinivalue_line(
+        "markers", "pgs_issue(rule): a PGS issue property; must fail on the original code"
+    )
+    config.addinivalue_line(
+        "markers", "pgs_regression(rule): a PGS regression property; must pass on the original"
+    )
+    _hypothesis_profile()
+    path = os.environ.get(REPORT_ENV)
+    if path and not hasattr(config, "_pgs_reporter"):
+        reporter = PgsReporter(config, path)
+        config._pgs_reporter = reporter
+        config.pluginmanager.register(reporter, "pgs_reporter")

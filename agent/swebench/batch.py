@@ -1,0 +1,580 @@
+"""``pgs batch``: run the agent over SWE-bench instances, N at a time, resumably.
+
+Each instance gets a working tree at ``base_commit`` (cloned from the mirror into a temporary
+folder, sharing its objects), its instance image (:mod:`agent.swebench`), and one
+:func:`agent.core.run.run_task` in its own container, with the repository at ``/testbed``. All
+instances share one :class:`~agent.models.GlobalStats`, so ``--model.total-cost-limit`` caps
+the whole batch: no instance starts once it is reached.
+
+Files, in ``--output-dir``: ``<id>/<id>.traj`` / ``.patch`` / ``.pred`` per instance, and
+``preds.json`` (a dict keyed by instance id, the harness's format), rewritten atomically under
+a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Each
+prediction also records its feedback mode and what it cost (:func:`agent.pgs.compare.
+prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedback_tokens``,
+``cost``), which ``pgs report`` compares. The SWE-bench harness ignores these keys: swebench
+4.1's ``get_predictions_from_file`` only checks that each prediction is a dict with an
+``instance_id``, and ``run_evaluation`` / ``grading`` / ``reporting`` read only
+``instance_id``, ``model_name_or_path`` and ``model_patch`` by name.
+
+Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
+skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
+instance (a failed image build, a sandbox error) is recorded as ``exit_error`` with its message
+in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :func:`agent.cli.
+stop_signals`) once: no new instance starts, the running ones finish, exit code 130; twice: stop
+now (containers of running instances are removed; a repeated SIGHUP is ignored).
+
+Where instances run is an :class:`~agent.swebench.executors.Executor`: threads here (the default),
+or Ray tasks on a cluster (``--executor ray``), which run :func:`run_detached` in a scratch folder
+on their node and return its files; the driver writes them (:meth:`Batch.land`, the ``.traj`` last,
+since it marks the instance finished) and ``preds.json``, and stops submitting once the total cost
+reaches ``--model.total-cost-limit`` (each task carries the budget left)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
+from agent.core.loop import Agent
+from agent.core.run import Task, output_paths, run_task
+from agent.core.trajectory import write_atomic
+from agent.models import GlobalStats
+from agent.pgs.compare import prediction_fields
+from agent.swebench import (
+    TESTBED,
+    Environments,
+    Instance,
+    InstanceError,
+    find_mirror,
+    load_hub_dataset,
+    load_instances,
+    official,
+    parse_python_map,
+    select,
+    working_tree,
+)
+from agent.swebench.evaluate import add_environment_flags
+from agent.swebench.executors import Executor, LocalExecutor, add_executor_flags, make_executor
+from envs.docker_sandbox import DockerSandboxConfig
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: Exit statuses that do not count as finished: the instance runs again on resume.
+UNFINISHED = {"interrupted"}
+
+
+def finished_status(traj_path: Path) -> str | None:
+    """The exit status recorded in a ``.traj``, or None if it has none (or cannot be read)."""
+    try:
+        data = json.loads(traj_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    status = (data.get("info") or {}).get("exit_status")
+    return str(status) if status and status not in UNFINISHED else None
+
+
+@dataclass
+class Progress:
+    """What the live display shows; updated from the worker threads under ``lock``."""
+
+    total: int
+    workers: int
+    stats: GlobalStats
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    started: float = field(default_factory=time.monotonic)
+    done: int = 0
+    failed: int = 0
+    durations: list[float] = field(default_factory=list)
+    slots: dict[int, tuple[str, str]] = field(default_factory=dict)
+    statuses: Counter[str] = field(default_factory=Counter)
+
+    def eta(self) -> str:
+        left = self.total - self.done
+        if not self.durations or left <= 0:
+            return "-"
+        mean = sum(self.durations) / len(self.durations)
+        seconds = mean * left / max(1, min(self.workers, left))
+        return f"{seconds / 60:.0f}m" if seconds >= 90 else f"{seconds:.0f}s"
+
+    def render(self) -> Group:
+        with self.lock:
+            head = Text(
+                f"{self.done}/{self.total} done | {len(self.slots)} running | "
+                f"{self.failed} failed | ${self.stats.total_cost:.2f} spent | "
+                f"ETA {self.eta()} | {time.monotonic() - self.started:.0f}s"
+            )
+            table = Table(show_header=False, box=None, pad_edge=False)
+            for slot, (iid, text) in sorted(self.slots.items()):
+                table.add_row(f"[{slot + 1}]", iid, text[:90])
+        return Group(head, table)
+
+
+@dataclass
+class Batch:
+    instances: list[Instance]
+    config: RunConfig
+    output_dir: Path
+    envs: Environments
+    hints: bool = False
+    redo: bool = False
+    workers: int = 1
+    stats: GlobalStats = field(default_factory=GlobalStats)
+    stop: threading.Event = field(default_factory=threading.Event)
+    #: Set by a second interrupt: containers are being removed, the process is leaving.
+    abandoning: threading.Event = field(default_factory=threading.Event)
+    preds: dict[str, dict[str, Any]] = field(default_factory=dict)
+    preds_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def preds_path(self) -> Path:
+        return self.output_dir / "preds.json"
+
+    # -- predictions ---------------------------------------------------------------------------
+
+    def load_preds(self) -> None:
+        try:
+            data = json.loads(self.preds_path.read_text(encoding="utf-8"))
+            if isinstance(data, dict):
+                self.preds = {str(k): v for k, v in data.items() if isinstance(v, dict)}
+        except (OSError, json.JSONDecodeError):
+            self.preds = {}
+
+    def save_pred(self, pred: dict[str, Any]) -> None:
+        with self.preds_lock:
+            self.preds[pred["instance_id"]] = pred
+            write_atomic(self.preds_path, json.dumps(self.preds, indent=2, ensure_ascii=False))
+
+    # -- one instance ------------------------------------------------------------------------
+
+    def pending(self) -> tuple[list[Instance], list[str]]:
+        """Instances to run, and those skipped because they finished before (resume)."""
+        todo, skipped = [], []
+        for instance in self.instances:
+            paths = output_paths(self.output_dir, instance.instance_id)
+            if not self.redo and finished_status(paths["traj"]):
+                skipped.append(instance.instance_id)
+                pred = self.preds.get(instance.instance_id)
+                if pred is None and paths["pred"].exists():
+                    with contextlib.suppress(OSError, json.JSONDecodeError):
+                        pred = json.loads(paths["pred"].read_text(encoding="utf-8"))
+                if isinstance(pred, dict) and "pgs_mode" not in pred:  # from before the fields
+                    pred = self.prediction(instance, str(pred.get("model_patch") or ""))
+                    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+                if isinstance(pred, dict) and pred != self.preds.get(instance.instance_id):
+                    self.save_pred(pred)
+            else:
+                todo.append(instance)
+        return todo, skipped
+
+    def run_one(self, instance: Instance, slot: int, progress: Progress) -> str:
+        iid = instance.instance_id
+        started = time.monotonic()
+
+        def status(text: str) -> None:
+            with progress.lock:
+                progress.slots[slot] = (iid, text)
+
+        def on_step(agent: Agent, step: dict[str, Any]) -> None:
+            action = step["action"].splitlines()[0][:70] if step.get("action") else ""
+            status(f"step {agent.steps} | {action}")
+
+        limit = self.config.model.total_cost_limit
+        if self.stop.is_set():
+            return "not started"
+        if limit and self.stats.total_cost >= limit:
+            return "not started (total cost limit)"
+        status("starting")
+        try:
+            exit_status, patch = self._run(instance, status, on_step)
+        except KeyboardInterrupt:
+            raise
+        except Exception as e:
+            if self.abandoning.is_set():  # its container went with the second interrupt
+                self._mark_interrupted(instance)
+                return "interrupted"
+            exit_status, patch = "exit_error", self._record_crash(instance, e)
+        finally:
+            with progress.lock:
+                progress.slots.pop(slot, None)
+        pred = self.prediction(instance, patch)
+        write_atomic(output_paths(self.output_dir, iid)["pred"], json.dumps(pred, indent=1))
+        self.save_pred(pred)
+        with progress.lock:
+            progress.done += 1
+            progress.failed += not exit_status.startswith("submitted")
+            progress.durations.append(time.monotonic() - started)
+            progress.statuses[exit_status] += 1
+        return exit_status
+
+    def prediction(self, instance: Instance, patch: str) -> dict[str, Any]:
+        """The harness's three keys, plus the feedback mode and its cost from the ``.traj``."""
+        traj_path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        try:
+            data = json.loads(traj_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            data = {}
+        return {
+            "instance_id": instance.instance_id,
+            "model_name_or_path": self.config.model.name,
+            "model_patch": patch,
+            **prediction_fields(data, mode=self.config.pgs.feedback),
+        }
+
+    def _run(self, instance: Instance, status: Any, on_step: Any) -> tuple[str, str]:
+        config = self.config
+        with tempfile.TemporaryDirectory(prefix=f"pgs-{instance.instance_id[:40]}-") as tmp:
+            status("preparing the repository")
+            mirror = find_mirror(instance, self.envs.repos_dir, status)
+            tree = working_tree(instance, mirror, Path(tmp) / "repo")
+            if isinstance(config.sandbox, DockerSandboxConfig):
+                image = self.envs.image(instance, status)
+                update: dict[str, Any] = {"image": image.tag, "repo_path": TESTBED}
+                if self.envs.image_source == "official":
+                    update["python"] = official.SANDBOX_PYTHON
+                    update["env"] = {**official.SANDBOX_ENV, **config.sandbox.env}
+                sandbox = config.sandbox.model_copy(update=update)
+                config = config.model_copy(update={"sandbox": sandbox})
+            problem = instance.problem_statement
+            if self.hints and instance.hints_text.strip():
+                problem += f"\n\nHints:\n{instance.hints_text.strip()}"
+            task = Task(instance.instance_id, problem, tree)
+            result = run_task(
+                task,
+                config,
+                self.output_dir,
+                status=status,
+                on_step=on_step,
+                global_stats=self.stats,
+            )
+        return result.exit_status, result.submission
+
+    def _record_crash(self, instance: Instance, error: Exception) -> str:
+        """Leave a ``.traj`` (exit_error, the message) and a ``.patch``; the submitted patch."""
+        paths = output_paths(self.output_dir, instance.instance_id)
+        message = f"{type(error).__name__}: {error}"
+        data: dict[str, Any] = {}
+        if paths["traj"].exists():  # the agent ran and saved its state before the crash
+            try:
+                data = json.loads(paths["traj"].read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                data = {}
+        info = data.setdefault("info", {})
+        info.update(exit_status="exit_error", error=message, instance_id=instance.instance_id)
+        patch = str(info.get("submission") or "")
+        info["submission"] = patch
+        data.setdefault("trajectory", [])
+        data.setdefault("history", [])
+        data.setdefault("replay_config", {})
+        write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
+        write_atomic(paths["patch"], patch)
+        return patch  # run_one writes the .pred
+
+    # -- the batch -----------------------------------------------------------------------------
+
+    def run(
+        self, console: Console = err, executor: Executor | None = None
+    ) -> tuple[Counter[str], list[str]]:
+        """Run every pending instance; (exit statuses of this run, ids skipped by resume)."""
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        self.load_preds()
+        todo, skipped = self.pending()
+        if skipped:
+            console.print(f"resume: {len(skipped)} finished instances skipped (--redo reruns)")
+        executor = executor or LocalExecutor(self.workers)
+        progress = Progress(len(todo), self.workers, self.stats)
+        queue = deque(todo)
+        free = list(range(self.workers))
+        free_lock = threading.Lock()
+        by_id = {i.instance_id: i for i in todo}
+        slots: dict[str, int] = {}
+
+        def job(instance: Instance) -> str:
+            with free_lock:
+                slot = free.pop(0)
+            try:
+                return self.run_one(instance, slot, progress)
+            finally:
+                with free_lock:
+                    free.append(slot)
+
+        statuses: Counter[str] = Counter()
+        interrupts = 0
+        limit = self.config.model.total_cost_limit
+        with Live(progress.render(), console=console, refresh_per_second=4) as live:
+            while queue or executor.in_flight():
+                try:
+                    while queue and executor.in_flight() < self.workers:
+                        if self.stop.is_set() or (limit and self.stats.total_cost >= limit):
+                            break
+                        instance = queue.popleft()
+                        if executor.shares_files:
+                            executor.submit(instance.instance_id, job, instance)
+                        else:
+                            slots[instance.instance_id] = self._submit_detached(
+                                executor, instance, progress
+                            )
+                    if not executor.in_flight():
+                        break
+                    done = executor.wait(0.25)
+                except KeyboardInterrupt:
+                    interrupts += 1
+                    self.stop.set()
+                    if interrupts >= 2:
+                        self._abandon(executor, console)
+                    console.print(
+                        "interrupted: no new instance starts; the running ones finish "
+                        "(Ctrl-C or SIGTERM again to stop now)"
+                    )
+                    continue
+                for item in done:
+                    if item.key in slots:
+                        with progress.lock:
+                            progress.slots.pop(slots.pop(item.key), None)
+                    if item.error is not None:
+                        status = f"not finished ({type(item.error).__name__}: {item.error})"
+                        status = status.splitlines()[0][:200]
+                    elif isinstance(item.value, Finished):
+                        status = self.land(by_id[item.key], item.value, progress)
+                    else:
+                        status = str(item.value)
+                    statuses[status] += 1
+                    if not status.startswith("not started"):
+                        live.console.print(f"{item.key}: {status}")
+                live.update(progress.render())
+            live.update(progress.render())
+        executor.close()
+        if queue:  # stopped, or the total cost limit reached
+            why = "" if self.stop.is_set() else " (total cost limit)"
+            statuses[f"not started{why}"] += len(queue)
+        return statuses, skipped
+
+    # -- instances elsewhere (an executor whose workers do not share the output folder) --------
+
+    def _submit_detached(self, executor: Executor, instance: Instance, progress: Progress) -> int:
+        """Submit :func:`run_detached` with the budget left; the display slot it shows in."""
+        # The driver's base URL travels with the task; the key stays in each node's environment.
+        update: dict[str, Any] = {"base_url": self.config.model.resolved_base_url()}
+        limit = self.config.model.total_cost_limit
+        if limit:
+            update["total_cost_limit"] = max(limit - self.stats.total_cost, 1e-12)
+        model = self.config.model.model_copy(update=update)
+        config = self.config.model_copy(update={"model": model})
+        executor.submit(instance.instance_id, run_detached, instance, config, self.envs, self.hints)
+        with progress.lock:
+            slot = next(i for i in range(len(progress.slots) + 1) if i not in progress.slots)
+            progress.slots[slot] = (instance.instance_id, "submitted to the cluster")
+        return slot
+
+    def land(self, instance: Instance, finished: Finished, progress: Progress) -> str:
+        """Write what a detached run returned, as :meth:`run_one` would have written it."""
+        if finished.exit_status.startswith("not started"):
+            return finished.exit_status
+        paths = output_paths(self.output_dir, instance.instance_id)
+        folder = paths["traj"].parent
+        for path in paths.values():  # an earlier run's file the new run did not write
+            if path.name not in finished.files:
+                path.unlink(missing_ok=True)
+        traj_name = paths["traj"].name
+        for name, text in finished.files.items():
+            if name != traj_name:
+                write_atomic(folder / name, text)
+        if traj_name in finished.files:  # last: it marks the instance finished
+            write_atomic(paths["traj"], finished.files[traj_name])
+        if finished.pred is not None:
+            self.save_pred(finished.pred)
+        self.stats.total_cost += finished.cost
+        self.stats.api_calls += finished.api_calls
+        with progress.lock:
+            progress.done += 1
+            progress.failed += not finished.exit_status.startswith("submitted")
+            progress.durations.append(finished.seconds)
+            progress.statuses[finished.exit_status] += 1
+        return finished.exit_status
+
+    def _mark_interrupted(self, instance: Instance) -> None:
+        """The ``.traj`` of a run cut by the second interrupt says so: a resume runs it again."""
+        path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data.setdefault("info", {})["exit_status"] = "interrupted"
+            write_atomic(path, json.dumps(data, indent=1))
+
+    def _abandon(self, executor: Executor, console: Console) -> None:
+        """Second Ctrl-C: remove the containers this process started and leave at once."""
+        from agent.cli import INTERRUPTED
+        from envs.docker_util import LABEL, PID_LABEL, docker_client
+
+        self.abandoning.set()
+
+        with contextlib.suppress(Exception):
+            client = docker_client()
+            mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]}
+            for container in client.containers.list(all=True, filters=mine):
+                container.remove(force=True)
+        executor.abandon()
+        console.print(f"stopped; finished predictions are in {self.preds_path}")
+        os._exit(INTERRUPTED)
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What :func:`run_detached` returns to the driver."""
+
+    instance_id: str
+    exit_status: str
+    #: The files of ``<id>/`` by name (``.traj``, ``.patch``, ``.pred``, ...).
+    files: dict[str, str]
+    pred: dict[str, Any] | None
+    cost: float
+    api_calls: int
+    seconds: float
+    #: Where it ran: host and worker pid (the owner of its containers).
+    worker: str
+
+
+def run_detached(
+    instance: Instance, config: RunConfig, envs: Environments, hints: bool = False
+) -> Finished:
+    """Run one instance in a scratch output folder, as :meth:`Batch.run_one` does, and return
+    its files: the job of an executor whose workers do not see the driver's output folder."""
+    import socket
+
+    started = time.monotonic()
+    iid = instance.instance_id
+    with tempfile.TemporaryDirectory(prefix="pgs-detached-") as tmp:
+        batch = Batch([instance], config, Path(tmp), envs, hints=hints)
+        exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
+        folder = Path(tmp) / iid
+        files = {
+            p.name: p.read_text(encoding="utf-8")
+            for p in sorted(folder.iterdir() if folder.is_dir() else [])
+            if p.is_file()
+        }
+    return Finished(
+        iid,
+        exit_status,
+        files,
+        batch.preds.get(iid),
+        batch.stats.total_cost,
+        batch.stats.api_calls,
+        time.monotonic() - started,
+        f"{socket.gethostname()}:{os.getpid()}",
+    )
+
+
+# -- pgs batch --------------------------------------------------------------------------------
+
+
+def register_batch(commands: Any) -> None:
+    parser = commands.add_parser(
+        "batch",
+        help="run the agent over SWE-bench instances (resumable, N at a time)",
+        description="Run the agent over SWE-bench instances, each in its own container of "
+        "its instance image, and write <id>/<id>.traj/.patch/.pred and preds.json. Records "
+        "from a repository swebench does not know carry their environment themselves: "
+        "python, requirements, pip_packages, pre_install, install, test_cmd (or eval_script), "
+        "log_parser.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--instances", type=Path, help="SWE-bench records: JSON list or JSONL")
+    source.add_argument(
+        "--dataset", help="a dataset on the Hugging Face hub (needs the network and `datasets`)"
+    )
+    parser.add_argument("--split", default="test", help="split of --dataset (default: test)")
+    parser.add_argument("--filter", help="regular expression on instance ids")
+    parser.add_argument("--slice", dest="slice_", metavar="A:B", help="instances A to B-1")
+    parser.add_argument("--shuffle", action="store_true", help="shuffle before slicing")
+    parser.add_argument("--seed", type=int, default=42, help="seed of --shuffle")
+    parser.add_argument("--workers", type=int, default=1, help="instances run at once")
+    add_executor_flags(parser)
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        help="default: a new folder trajectories/<time>-<model>-<random>; give the folder of "
+        "an earlier batch to resume it",
+    )
+    parser.add_argument("--redo", action="store_true", help="rerun finished instances too")
+    parser.add_argument(
+        "--hints", action="store_true", help="append each instance's hints_text to the issue"
+    )
+    parser.add_argument("--config", type=Path, help="YAML file with the run's sections")
+    add_environment_flags(parser)
+    add_config_flags(parser)
+    parser.set_defaults(func=cmd_batch)
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from agent.cli import INTERRUPTED, default_output_dir
+
+    config = load_config(args.config, flag_overrides(args))
+    if args.workers < 1:
+        raise InstanceError("--workers must be at least 1")
+    if args.instances is not None:
+        instances = load_instances(args.instances)
+    else:
+        instances = load_hub_dataset(args.dataset, args.split)
+    chosen = select(
+        instances, pattern=args.filter, slice_=args.slice_, shuffle=args.shuffle, seed=args.seed
+    )
+    if not chosen:
+        raise InstanceError("no instance left after --filter / --slice")
+    output_dir = args.output_dir or default_output_dir(config.model.name)
+    envs = Environments(
+        args.repos_dir,
+        parse_python_map(args.python_map),
+        args.image_source,
+        registry=args.registry,
+    )
+    batch = Batch(
+        chosen,
+        config,
+        output_dir,
+        envs,
+        hints=args.hints,
+        redo=args.redo,
+        workers=args.workers,
+    )
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    err.print(
+        f"{len(chosen)} instances, {args.workers} workers ({args.executor}), output in {output_dir}"
+    )
+    statuses, skipped = batch.run(executor=executor)
+    print_statuses(statuses, skipped, batch)
+    if batch.stop.is_set():
+        err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")
+        return INTERRUPTED
+    failed = sum(n for s, n in statuses.items() if not s.startswith(("submitted", "not started")))
+    return 1 if failed else 0
+
+
+def print_statuses(statuses: Counter[str], skipped: list[str], batch: Batch) -> None:
+    table = Table(title="exit statuses", title_justify="left")
+    table.add_column("exit status")
+    table.add_column("instances", justify="right")
+    for status, count in statuses.most_common():
+        table.add_row(status, str(count))
+    if skipped:
+        table.add_row("finished before (skipped)", str(len(skipped)))
+    err.print(table)
+    verdicts = Counter(str(p.get("pgs_verdict") or "unchecked") for p in batch.preds.values())
+    if verdicts:
+        shown = ", ".join(f"{v} {n}" for v, n in verdicts.most_common())
+        err.print(f"PGS verdicts ({batch.config.pgs.feedback}): {shown}")
+    err.print(
+        f"cost: ${batch.stats.total_cost:.4f} | predictions: {len(batch.preds)} in "
+        f"{batch.preds_path}"
+    )

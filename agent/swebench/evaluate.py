@@ -1,0 +1,466 @@
+"""``pgs eval``: grade predictions the way the SWE-bench harness does, with our own images.
+
+For each prediction: a fresh container of the instance image (network off); the model patch is
+applied with the harness's chain of commands (``git apply``, ``--3way``, ``--reject``,
+``patch --fuzz``); the instance's evaluation script applies ``test_patch`` and runs the
+test command for the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser and rules grade
+the log. Output, in the harness's layout under ``--report-dir``:
+``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
+``<model>.<run_id>.json`` (``resolved_ids``, ``unresolved_ids``, ``error_ids``,
+``empty_patch_ids``, counts).
+
+As in the harness, an empty patch is not run (``empty_patch_ids``), and a patch that does not
+apply, a test run that times out or an environment failure is an error (``error_ids``). pgs adds
+to report.json, under ``error``, why a patch could not be graded ("malformed patch: ...",
+"patch does not apply: ..."), and to the summary ``errors`` and ``deviations`` (environment
+differences from the official images, e.g. a substituted Python).
+
+Where predictions are graded is an :class:`~agent.swebench.executors.Executor`: threads here (the
+default), or Ray tasks (``--executor ray``) that grade in a scratch folder on their node
+(:func:`evaluate_detached`) and return the files; the driver writes them and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from agent.core.trajectory import write_atomic
+from agent.swebench import (
+    APPLY_PATCH_FAIL,
+    APPLY_PATCH_PASS,
+    TESTBED,
+    Environments,
+    Instance,
+    InstanceError,
+    eval_script,
+    grade,
+    load_instances,
+    parse_python_map,
+)
+from agent.swebench.executors import (
+    Done,
+    Executor,
+    LocalExecutor,
+    add_executor_flags,
+    make_executor,
+)
+from agent.swebench.official import registry_arg
+from envs.errors import EnvError
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: The harness's patch commands, tried in order (swebench.harness.run_evaluation).
+GIT_APPLY_CMDS = (
+    "git apply --verbose",
+    "git apply --verbose --3way",
+    "git apply --verbose --reject",
+    "patch --batch --forward --fuzz=5 -p1 -i",
+)
+MALFORMED_SIGNS = (
+    "corrupt patch",
+    "No valid patches in input",
+    "patch fragment without header",
+    "unrecognized input",
+    "Only garbage was found",
+    "malformed patch",
+)
+
+
+@dataclass
+class Outcome:
+    """What happened to one prediction."""
+
+    instance_id: str
+    #: resolved | unresolved | empty | error
+    kind: str
+    report: dict[str, Any] | None = None
+    error: str = ""
+    seconds: float = 0.0
+    deviations: list[str] = field(default_factory=list)
+
+    def counts(self, key: str) -> str:
+        status = ((self.report or {}).get(self.instance_id) or {}).get("tests_status") or {}
+        part = status.get(key) or {}
+        ok, bad = len(part.get("success", [])), len(part.get("failure", []))
+        return f"{ok}/{ok + bad}" if ok + bad else "-"
+
+
+def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
+    """A preds.json (dict keyed by instance id, or a list) or a JSONL file of predictions."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise InstanceError(f"cannot read the predictions {path}: {e.strerror}") from None
+    try:
+        if text.lstrip().startswith(("{", "[")) and not str(path).endswith(".jsonl"):
+            data = json.loads(text)
+        else:
+            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as e:
+        raise InstanceError(f"{path} is not JSON or JSONL predictions: {e}") from None
+    items = list(data.values()) if isinstance(data, dict) else data
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        if not isinstance(item, dict) or "instance_id" not in item:
+            raise InstanceError(f"{path}: every prediction needs an instance_id")
+        out[str(item["instance_id"])] = item
+    return out
+
+
+def _malformed(patch: str) -> str | None:
+    """Why ``patch`` is not a unified diff at all, or None."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    try:
+        parsed = PatchSet(patch)
+    except UnidiffParseError as e:
+        return str(e)
+    if not list(parsed):
+        return "no file diff found in it"
+    return None
+
+
+def evaluate_one(
+    instance: Instance,
+    prediction: dict[str, Any],
+    envs: Environments,
+    report_dir: Path,
+    *,
+    timeout: float = 1800.0,
+) -> Outcome:
+    """Grade one prediction; every failure becomes an ``error`` outcome, never an exception."""
+    from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+
+    started = time.monotonic()
+    iid = instance.instance_id
+    model = str(prediction.get("model_name_or_path") or "None").replace("/", "__")
+    log_dir = report_dir / model / iid
+    patch = prediction.get("model_patch")
+    if patch in ("", None):
+        return Outcome(iid, "empty", seconds=time.monotonic() - started)
+    assert isinstance(patch, str)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    write_atomic(log_dir / "patch.diff", patch)
+    try:
+        spec = envs.spec(instance)
+        image = envs.image(instance)
+        script = eval_script(instance, spec)
+        write_atomic(log_dir / "eval.sh", script)
+        config = DockerSandboxConfig(
+            image=image.tag, repo_path=TESTBED, network=False, timeout=timeout
+        )
+        with DockerSandbox(config, run_id=envs.run_id) as box:
+            box.write_file("/tmp/patch.diff", patch if patch.endswith("\n") else patch + "\n")
+            applied, apply_output = _apply(box)
+            if applied:
+                log = f"{APPLY_PATCH_PASS}:\n{apply_output}\n"
+                box.write_file("/eval.sh", script, mode=0o755)
+                run = box.run("/bin/bash /eval.sh", timeout=timeout, max_output=1 << 26)
+                log += run.output
+                timed_out = run.timed_out
+                if timed_out:
+                    log += f"\n\nTimeout error: {timeout:.0f} seconds exceeded."
+            else:
+                log = f"{APPLY_PATCH_FAIL}:\n{apply_output}\n"
+        write_atomic(log_dir / "test_output.txt", log)
+        prediction = {**prediction, "instance_id": iid}
+        report = grade(instance, spec, prediction, log_dir / "test_output.txt")
+        error = ""
+        if not applied:
+            why = _malformed(patch)
+            malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
+            last = apply_output.strip().splitlines()[-1:] or [""]
+            error = (
+                f"malformed patch: {why or last[0]}"
+                if malformed
+                else (f"patch does not apply: {last[0]}")
+            )
+        elif timed_out:
+            error = f"tests timed out after {timeout:.0f} s"
+        if error:
+            report[iid]["error"] = error
+        if image.deviations:
+            report[iid]["deviations"] = image.deviations
+        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
+        kind = "error" if error else ("resolved" if report[iid]["resolved"] else "unresolved")
+        return Outcome(iid, kind, report, error, time.monotonic() - started, image.deviations)
+    except (EnvError, InstanceError) as e:
+        error = str(e)
+    except Exception as e:  # one broken instance must not end the evaluation
+        error = f"{type(e).__name__}: {e}"
+    write_atomic(log_dir / "error.txt", error + "\n")
+    return Outcome(iid, "error", None, error, time.monotonic() - started)
+
+
+def evaluate_detached(
+    instance: Instance,
+    prediction: dict[str, Any],
+    envs: Environments,
+    timeout: float = 1800.0,
+) -> tuple[Outcome, dict[str, str]]:
+    """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
+    path under the report folder): the job of an executor that does not share files."""
+    with tempfile.TemporaryDirectory(prefix="pgs-eval-") as tmp:
+        outcome = evaluate_one(instance, prediction, envs, Path(tmp), timeout=timeout)
+        files = {
+            str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")
+            for p in sorted(Path(tmp).rglob("*"))
+            if p.is_file()
+        }
+    return outcome, files
+
+
+def _apply(box: Any) -> tuple[bool, str]:
+    """The harness's patch chain in ``/testbed``; (applied, output of the last attempt)."""
+    output = ""
+    for attempt, command in enumerate(GIT_APPLY_CMDS):
+        if attempt:
+            box.run("git checkout -- . ; git clean -fdq")
+        result = box.run(f"{command} /tmp/patch.diff")
+        output = result.output
+        if result.ok:
+            return True, output
+    if box.run("git apply --check --reverse /tmp/patch.diff").ok:
+        return True, "verified already applied"
+    first = box.run("git apply --verbose /tmp/patch.diff")  # the most telling message
+    box.run("git checkout -- . ; git clean -fdq")
+    return False, first.output or output
+
+
+def _landed(done: Done, report_dir: Path) -> Outcome:
+    """The outcome of a finished job; a detached job's files written under ``report_dir``."""
+    if done.error is not None:  # the executor lost it (e.g. its node died too often)
+        return Outcome(done.key, "error", error=f"{type(done.error).__name__}: {done.error}")
+    if isinstance(done.value, Outcome):
+        return done.value
+    outcome, files = done.value
+    for name, text in files.items():
+        write_atomic(report_dir / name, text)
+    assert isinstance(outcome, Outcome)
+    return outcome
+
+
+def summarize(
+    outcomes: list[Outcome],
+    predictions: dict[str, dict[str, Any]],
+    instances: list[Instance],
+    run_id: str,
+) -> dict[str, Any]:
+    """The harness's run report (``make_run_report``'s keys), plus pgs's errors/deviations."""
+    by_kind: dict[str, list[str]] = {"resolved": [], "unresolved": [], "empty": [], "error": []}
+    for o in outcomes:
+        by_kind[o.kind].append(o.instance_id)
+    ran = {o.instance_id for o in outcomes}
+    completed = sorted(
+        o.instance_id for o in outcomes if o.kind in ("resolved", "unresolved") or o.report
+    )
+    return {
+        "total_instances": len(instances),
+        "submitted_instances": len(predictions),
+        "completed_instances": len(completed),
+        "resolved_instances": len(by_kind["resolved"]),
+        "unresolved_instances": len(by_kind["unresolved"]),
+        "empty_patch_instances": len(by_kind["empty"]),
+        "error_instances": len(by_kind["error"]),
+        "completed_ids": completed,
+        "incomplete_ids": sorted(i.instance_id for i in instances if i.instance_id not in ran),
+        "empty_patch_ids": sorted(by_kind["empty"]),
+        "submitted_ids": sorted(predictions),
+        "resolved_ids": sorted(by_kind["resolved"]),
+        "unresolved_ids": sorted(by_kind["unresolved"]),
+        "error_ids": sorted(by_kind["error"]),
+        "schema_version": 2,
+        "run_id": run_id,
+        "errors": {o.instance_id: o.error for o in outcomes if o.error},
+        "deviations": {o.instance_id: o.deviations for o in outcomes if o.deviations},
+    }
+
+
+def evaluate(
+    predictions: dict[str, dict[str, Any]],
+    instances: list[Instance],
+    envs: Environments,
+    report_dir: Path,
+    *,
+    workers: int = 1,
+    timeout: float = 1800.0,
+    run_id: str | None = None,
+    on_done: Any = None,
+    executor: Executor | None = None,
+) -> tuple[list[Outcome], Path]:
+    """Grade every prediction that has an instance; returns the outcomes and the summary path."""
+    run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
+    wanted = [i for i in instances if i.instance_id in predictions]
+    executor = executor or LocalExecutor(max(1, workers))
+    outcomes: list[Outcome] = []
+    queue = list(reversed(wanted))
+    try:
+        while queue or executor.in_flight():
+            while queue and executor.in_flight() < executor.workers:
+                i = queue.pop()
+                prediction = predictions[i.instance_id]
+                if executor.shares_files:
+                    here = functools.partial(evaluate_one, timeout=timeout)
+                    executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
+                else:
+                    executor.submit(i.instance_id, evaluate_detached, i, prediction, envs, timeout)
+            for done in executor.wait(0.25):
+                outcome = _landed(done, report_dir)
+                outcomes.append(outcome)
+                if on_done is not None:
+                    on_done(outcome)
+    finally:
+        executor.close()
+    outcomes.sort(key=lambda o: o.instance_id)
+    summary = summarize(outcomes, predictions, wanted, run_id)
+    models = {str(p.get("model_name_or_path") or "None") for p in predictions.values()}
+    model = sorted(models)[0].replace("/", "__") if models else "None"
+    path = report_dir / f"{model}.{run_id}.json"
+    write_atomic(path, json.dumps(summary, indent=4))
+    return outcomes, path
+
+
+# -- pgs eval ---------------------------------------------------------------------------------
+
+
+def register_eval(commands: Any) -> None:
+    parser = commands.add_parser(
+        "eval",
+        help="grade SWE-bench predictions in fresh containers with the network off",
+        description="Grade predictions (preds.json) against SWE-bench instances: apply each "
+        "model patch in a fresh container of the instance image (network off), apply "
+        "test_patch, run the FAIL_TO_PASS and PASS_TO_PASS tests, grade with swebench's log "
+        "parsers and rules. Reports in the swebench harness's shape.",
+    )
+    parser.add_argument("--predictions", required=True, type=Path, help="preds.json or .jsonl")
+    parser.add_argument(
+        "--instances", required=True, type=Path, help="SWE-bench records (JSON list or JSONL)"
+    )
+    add_environment_flags(parser)
+    parser.add_argument("--workers", type=int, default=1, help="predictions graded at once")
+    add_executor_flags(parser)
+    parser.add_argument(
+        "--report-dir",
+        type=Path,
+        help="where reports go (default: logs/run_evaluation/<run id>)",
+    )
+    parser.add_argument("--run-id", help="name of this evaluation (default: the time)")
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds for one instance's tests"
+    )
+    parser.set_defaults(func=cmd_eval)
+
+
+def add_environment_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by ``pgs batch`` and ``pgs eval``: where repositories and images come from."""
+    parser.add_argument(
+        "--repos-dir",
+        type=Path,
+        help="folder of clones or bare repositories named OWNER__NAME (default: clone from "
+        "GitHub into the cache)",
+    )
+    parser.add_argument(
+        "--python-map",
+        action="append",
+        default=[],
+        metavar="WANTED=USED",
+        help="use Python USED where an instance needs WANTED, which has no base image here "
+        "(e.g. 3.10=3.11); recorded as a deviation from the official environment",
+    )
+    parser.add_argument(
+        "--image-source",
+        choices=["build", "official"],
+        default="build",
+        help="build instance images here (default), or pull swebench's published images: "
+        "the record's `image`, else swebench/sweb.eval.x86_64.<id>:latest (needs a registry)",
+    )
+    parser.add_argument(
+        "--registry",
+        "--image-namespace",
+        type=registry_arg,
+        metavar="HOST:PORT",
+        help="a registry shared by the nodes: with --image-source official, pull "
+        "HOST:PORT/<image> from it (a mirror) instead of Docker Hub; with build, pull an "
+        "instance image from it before building one, and push each image built here to it "
+        "(127.0.0.1:PORT works over plain HTTP)",
+    )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    instances = load_instances(args.instances)
+    predictions = load_predictions(args.predictions)
+    known = {i.instance_id for i in instances}
+    unknown = sorted(set(predictions) - known)
+    if unknown:
+        err.print(
+            f"note: {len(unknown)} predictions have no instance in {args.instances}: "
+            f"{', '.join(unknown[:5])}"
+        )
+    if not set(predictions) & known:
+        raise InstanceError(f"no prediction in {args.predictions} matches an instance")
+    run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
+    report_dir = args.report_dir or Path("logs") / "run_evaluation" / run_id
+    envs = Environments(
+        args.repos_dir,
+        parse_python_map(args.python_map),
+        args.image_source,
+        run_id,
+        registry=args.registry,
+    )
+    total = len(set(predictions) & known)
+    executor = make_executor(args.executor, args.workers, args.ray_address)
+    done = 0
+    with err.status(f"grading {total} predictions") as spinner:
+
+        def on_done(outcome: Outcome) -> None:
+            nonlocal done
+            done += 1
+            spinner.update(f"graded {done}/{total} (last: {outcome.instance_id}: {outcome.kind})")
+
+        outcomes, path = evaluate(
+            predictions,
+            instances,
+            envs,
+            report_dir,
+            workers=args.workers,
+            timeout=args.timeout,
+            run_id=run_id,
+            on_done=on_done,
+            executor=executor,
+        )
+    print_summary(outcomes, path)
+    return 0
+
+
+def print_summary(outcomes: list[Outcome], path: Path) -> None:
+    table = Table(title="SWE-bench evaluation", title_justify="left")
+    for column in ("instance", "result", "FAIL_TO_PASS", "PASS_TO_PASS", "time", "note"):
+        table.add_column(column)
+    styles = {"resolved": "green", "unresolved": "yellow", "error": "red", "empty": "dim"}
+    for o in outcomes:
+        table.add_row(
+            o.instance_id,
+            f"[{styles[o.kind]}]{o.kind}[/]",
+            o.counts("FAIL_TO_PASS"),
+            o.counts("PASS_TO_PASS"),
+            f"{o.seconds:.1f}s",
+            (o.error or "; ".join(o.deviations))[:80],
+        )
+    out = Console(highlight=False)
+    if not out.is_terminal:  # a log file: one line per instance, never wrapped
+        out = Console(highlight=False, width=200)
+    out.print(table)
+    resolved = sum(o.kind == "resolved" for o in outcomes)
+    err.print(f"resolved {resolved}/{len(outcomes)}; report: {path}")

@@ -1,0 +1,387 @@
+"""What ``pgs run`` and ``pgs batch`` do when they are stopped or pointed at old results, as a
+user sees it: real ``pgs`` processes, the scripted model server over HTTP, real git repositories
+and real Docker containers.
+
+- SIGTERM and SIGHUP end a run like Ctrl-C: the ``.traj`` says ``interrupted``, the containers
+  are removed by the run's own unwinding, the exit code is 130.
+- Results are never overwritten silently: default folders are unique, a reused ``--output-dir``
+  is refused unless ``--overwrite``.
+- ``--issue`` that looks like a path but is no file is one error line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.models.scripted import ScriptedServer
+from envs.docker_util import LABEL, PID_LABEL
+from tests.repos import make_repo
+from tests.support.swe_dataset import Dataset, fixing_policy, make_dataset
+
+ROOT = Path(__file__).resolve().parents[2]
+PGS = [sys.executable, "-m", "agent.cli"]
+MODEL = "scripted"
+INTERRUPTED = 130
+
+BUGGY = {
+    "textutil.py": 'def shout(text):\n    """Upper-cased, one "!" after."""\n'
+    '    return text.lower() + "!"\n',
+    "README.md": "text helpers\n",
+}
+ISSUE = "shout() does not shout: `shout('hi')` returns 'hi!', not 'HI!'."
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"content": "", "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+FIX = call("bash", command="sed -i 's/text.lower()/text.upper()/' textutil.py")
+SUBMIT = call("submit")
+SLEEP = call("bash", command="sleep 60")
+
+
+def fixing(request: dict[str, Any]) -> dict[str, Any]:
+    """The fix, then submit: stateless, so concurrent runs can share one server."""
+    asked = sum(m["role"] == "assistant" for m in request["messages"])
+    return [FIX, SUBMIT][min(asked, 1)]
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "textutil", BUGGY)
+
+
+def pgs_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    return {**env, "PYTHONPATH": str(ROOT)}
+
+
+def run_args(repo: Path, url: str, *extra: str, issue: str = ISSUE) -> list[str]:
+    return [
+        *PGS,
+        "run",
+        "--repo",
+        str(repo),
+        "--issue",
+        issue,
+        "--model",
+        MODEL,
+        "--base-url",
+        url,
+        "--model.prices",
+        json.dumps({MODEL: [0, 0]}),
+        "--model.retries",
+        '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}',
+        "--feedback",
+        "none",
+        *extra,
+    ]
+
+
+def pgs(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=pgs_env(), capture_output=True, text=True, timeout=300)
+
+
+def containers_of(client: Any, pid: int) -> list[Any]:
+    mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
+    return list(client.containers.list(all=True, filters=mine))
+
+
+def only_traj(out: Path) -> dict[str, Any]:
+    trajs = list(out.glob("*/*.traj"))
+    assert len(trajs) == 1, trajs
+    data: dict[str, Any] = json.loads(trajs[0].read_text())
+    return data
+
+
+class Sleeper:
+    """A scripted model whose one command is ``sleep 60``; ``asked`` is set once it answered."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.asked.set()
+        return SLEEP
+
+
+@pytest.fixture
+def sleeper() -> Iterator[tuple[Sleeper, ScriptedServer]]:
+    policy = Sleeper()
+    with ScriptedServer(policy) as server:
+        yield policy, server
+
+
+def wait_for(event: threading.Event, proc: subprocess.Popen[Any], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not event.wait(0.2):
+        assert proc.poll() is None, "pgs ended before the model was asked"
+        assert time.monotonic() < deadline, "the model was never asked"
+
+
+# --------------------------------------------------------------------------- signals
+
+
+@pytest.mark.docker
+def test_sigterm_ends_a_run_like_ctrl_c(
+    repo: Path,
+    base_image: str,
+    docker_client: Any,
+    tmp_path: Path,
+    sleeper: tuple[Sleeper, ScriptedServer],
+) -> None:
+    policy, server = sleeper
+    out = tmp_path / "out"
+    args = run_args(repo, server.url, "--image", base_image, "--output-dir", str(out))
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(policy.asked, proc, 240)
+        time.sleep(1.0)  # the container is running `sleep 60`
+        assert containers_of(docker_client, proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        # Within the command's own time: the agent's last diff of the sandbox waits behind the
+        # running command in the sandbox's helper, so the run ends when `sleep 60` does.
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == INTERRUPTED, stderr
+    assert "pgs: error: interrupted by SIGTERM" in stderr
+    assert "Traceback" not in stderr
+    traj = only_traj(out)
+    assert traj["info"]["exit_status"] == "interrupted"
+    assert not containers_of(docker_client, proc.pid)
+
+
+#: Run the rest of argv with the terminal on stdin as its controlling terminal (a new session
+#: that owns it, as a login shell does), keeping its pid: exec, not a child.
+WITH_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
+def test_closing_the_terminal_ends_a_run_like_ctrl_c(
+    repo: Path, tmp_path: Path, sleeper: tuple[Sleeper, ScriptedServer]
+) -> None:
+    policy, server = sleeper
+    out = tmp_path / "out"
+    args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+    master, terminal = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WITH_TERMINAL, *args[1:]],
+        cwd=ROOT,
+        env=pgs_env(),
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    shown, stop = bytearray(), threading.Event()
+    reader = threading.Thread(target=drain, args=(master, shown, stop), daemon=True)
+    reader.start()
+    try:
+        wait_for(policy.asked, proc, 60)
+        time.sleep(1.0)  # the sandbox is running `sleep 60`
+        stop.set()
+        reader.join()
+        # A hang-up: the terminal goes away (the kernel signals the session leader), then the
+        # shell sends SIGHUP to the job's process group; pgs gets two.
+        os.close(master)
+        os.killpg(proc.pid, signal.SIGHUP)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # 130, not a crash on writing to the dead terminal (1, or 120 when stderr cannot flush).
+    assert code == INTERRUPTED, shown.decode(errors="replace")
+    assert only_traj(out)["info"]["exit_status"] == "interrupted"
+
+
+def drain(fd: int, into: bytearray, stop: threading.Event) -> None:
+    """What the terminal shows, until ``stop``: read, so that pgs never blocks on a full
+    terminal, and never left blocked in a read, which would keep the terminal open."""
+    while not stop.is_set():
+        if select.select([fd], [], [], 0.1)[0]:
+            into += os.read(fd, 4096)
+
+
+# --------------------------------------------------------------------------- output folders
+
+
+def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path) -> None:
+    with ScriptedServer(fixing) as server:
+        args = run_args(repo, server.url, "--sandbox", "local")
+        procs = [
+            subprocess.Popen(
+                args, cwd=tmp_path, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            for _ in range(2)
+        ]
+        outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (_, stderr) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, stderr.decode()
+    folders = sorted((tmp_path / "trajectories").iterdir())
+    assert len(folders) == 2  # trajectories/<time>-scripted-<random>, one per run
+    for folder in folders:
+        assert folder.name.split("-")[2] == MODEL
+        (run,) = folder.iterdir()
+        assert sorted(p.suffix for p in run.iterdir()) == [".patch", ".pred", ".traj"]
+        assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
+
+
+def test_a_reused_output_dir_is_refused_unless_overwrite(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with ScriptedServer(fixing) as server:
+        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+        assert pgs(args).returncode == 0
+        (traj,) = out.glob("*/*.traj")
+        first = traj.read_text()
+
+        again = pgs(args)
+        assert again.returncode == 2
+        error = again.stderr.strip().splitlines()[-1]
+        assert error.startswith(f"pgs: error: {traj.parent} already holds a run of {traj.stem}")
+        assert "--output-dir" in error and "--overwrite" in error
+        assert "Traceback" not in again.stderr
+        assert traj.read_text() == first  # untouched
+        asked = len(server.requests)
+
+        replaced = pgs([*args, "--overwrite"])
+        assert replaced.returncode == 0, replaced.stderr
+        assert len(server.requests) == asked + 2  # it ran again
+    assert traj.read_text() != first
+    assert json.loads(traj.read_text())["info"]["exit_status"] == "submitted"
+
+
+# --------------------------------------------------------------------------- --issue
+
+
+def test_an_issue_path_that_is_no_file_is_one_error(repo: Path, tmp_path: Path) -> None:
+    for issue in ("isue.txt", "docs/ISSUE.md", "./bug"):
+        args = run_args(repo, "http://127.0.0.1:9/v1", "--sandbox", "local", issue=issue)
+        done = pgs(args, cwd=tmp_path)
+        assert done.returncode == 2
+        assert done.stderr.strip() == (
+            f"pgs: error: --issue {issue}: no such file; give an existing file or the issue's text"
+        )
+    assert not (tmp_path / "trajectories").exists()
+
+
+def test_an_issue_text_with_a_slash_is_the_issue(repo: Path, tmp_path: Path) -> None:
+    issue = "parse_date('2024/02/30') should raise"
+    out = tmp_path / "out"
+    with ScriptedServer(fixing) as server:
+        done = pgs(
+            run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out), issue=issue)
+        )
+        first_prompt = json.dumps(server.requests[0]["messages"])
+    assert done.returncode == 0, done.stderr
+    assert issue in first_prompt
+    (traj,) = out.glob("*/*.traj")
+    assert traj.stem.startswith("textutil__issue-")
+
+
+# --------------------------------------------------------------------------- batch
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return make_dataset(tmp_path_factory.mktemp("swe"))
+
+
+class HeldFirst:
+    """The fixing model, but the first instance's first answer waits for ``release``."""
+
+    def __init__(self) -> None:
+        self.asked = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        if "slugify" in json.dumps(request["messages"][:2]):
+            self.asked.set()
+            self.release.wait(60)
+        return fixing_policy(request)
+
+
+def asked_about(server: ScriptedServer, word: str) -> int:
+    return sum(word in json.dumps(r["messages"][:2]) for r in server.requests)
+
+
+@pytest.mark.docker
+def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
+    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    policy = HeldFirst()
+    with ScriptedServer(policy) as server:
+        args = [
+            *PGS,
+            "batch",
+            "--instances",
+            str(dataset.instances_file),
+            "--repos-dir",
+            str(dataset.repos_dir),
+            "--output-dir",
+            str(out),
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            "--model.prices",
+            json.dumps({MODEL: [0, 0]}),
+            "--feedback",
+            "none",
+        ]
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        try:
+            wait_for(policy.asked, proc, 300)  # the first instance is running
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            policy.release.set()
+            output = proc.communicate(timeout=120)[0].decode()
+        finally:
+            policy.release.set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        # The running instance finished; the second never started.
+        assert proc.returncode == INTERRUPTED, output
+        assert f"rerun with --output-dir {out} to resume" in output
+        preds = json.loads((out / "preds.json").read_text())
+        assert list(preds) == ["acme__textkit-1"] and preds["acme__textkit-1"]["model_patch"]
+        assert not containers_of(docker_client, proc.pid)
+
+        resumed = pgs(args)
+        assert resumed.returncode == 0, resumed.stderr
+        assert "resume: 1 finished instances skipped" in resumed.stderr
+        assert asked_about(server, "slugify") == 2  # not asked again: edit and submit, once
+    after = json.loads((out / "preds.json").read_text())
+    assert sorted(after) == ["acme__textkit-1", "acme__textkit-2"]
+    assert after["acme__textkit-1"] == preds["acme__textkit-1"]

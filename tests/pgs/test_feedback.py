@@ -1,0 +1,704 @@
+"""Feedback: token counting, choosing the one failure to show, and the message the model reads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agent.models import ModelConfig
+from agent.models.scripted import ScriptedServer
+from agent.pgs import feedback
+from agent.pgs.feedback import (
+    MAX_TRACE_LINES,
+    SimpleCounter,
+    TokenizerUnavailable,
+    failure_input,
+    get_counter,
+    render_feedback,
+    select_failure,
+)
+from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
+
+SIMPLE = SimpleCounter()
+
+
+def violation(nodeid: str, xs: list[int], **extra: Any) -> TestResult:
+    return TestResult(
+        nodeid=nodeid,
+        kind="issue",
+        outcome="failed",
+        category="property_violation",
+        example=f"{nodeid.rsplit('::', 1)[-1]}(xs={xs!r})",
+        **extra,
+    )
+
+
+def failure(
+    category: Category, nodeid: str, example: str | None = None, **extra: Any
+) -> TestResult:
+    outcomes = {"timeout": "timeout", "pass": "passed", "runtime_error": "error"}
+    outcome = outcomes.get(category, "failed")
+    return TestResult(nodeid=nodeid, outcome=outcome, category=category, example=example, **extra)
+
+
+# --------------------------------------------------------------------------- the simple count
+
+
+def test_simple_count_rule_as_documented() -> None:
+    assert SIMPLE.count("xs=[0, 0]") == 7  # xs = [ 0 , 0 ]
+    assert SIMPLE.count("parse_header(b'x-y')") == 9  # parse_header ( b ' x - y ' )
+    assert SIMPLE.count("") == 0 and SIMPLE.count("  \n\t") == 0
+    assert SIMPLE.count("12345678901234567890") == 1
+
+
+words = st.text(st.characters(categories=["L", "Nd"]) | st.just("_"), min_size=1, max_size=8)
+texts = st.text(max_size=60)
+
+
+@given(texts)
+def test_simple_count_is_deterministic(text: str) -> None:
+    assert SimpleCounter().count(text) == SimpleCounter().count(text)
+
+
+@given(texts, texts)
+def test_simple_count_is_additive_across_a_space(a: str, b: str) -> None:
+    assert SIMPLE.count(a + " " + b) == SIMPLE.count(a) + SIMPLE.count(b)
+
+
+@given(texts, st.lists(words | st.sampled_from(list("[](),=+-*'\"")), min_size=1, max_size=10))
+def test_simple_count_grows_with_each_appended_token(text: str, tokens: list[str]) -> None:
+    counts = [SIMPLE.count(text + "".join(" " + t for t in tokens[:n])) for n in range(len(tokens))]
+    assert counts == list(range(counts[0], counts[0] + len(tokens)))
+    assert all(SIMPLE.count(text + t) >= SIMPLE.count(text) for t in tokens)
+
+
+@given(st.integers(), st.lists(st.integers(), min_size=20, max_size=20))
+def test_a_one_element_list_counts_fewer_than_twenty(x: int, xs: list[int]) -> None:
+    assert SIMPLE.count(f"xs={[x]!r}") < SIMPLE.count(f"xs={xs!r}")
+
+
+# --------------------------------------------------------------------------- the input
+
+
+def test_failure_input_is_the_examples_arguments() -> None:
+    assert failure_input(violation("p.py::test_f", [0, 0])) == "xs=[0, 0]"
+    multi = failure("property_violation", "p.py::test_g", "test_g(\n    xs=[0],\n    s='a',\n)")
+    assert failure_input(multi) == "xs=[0], s='a'"
+    prefixed = failure("property_violation", "p.py::t", "Falsifying example: t(n=3)")
+    assert failure_input(prefixed) == "n=3"
+    assert failure_input(failure("wrong_answer", "tests/test_a.py::test_b")) == (
+        "tests/test_a.py::test_b"
+    )
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def test_property_min_picks_the_input_with_fewest_tokens() -> None:
+    big = violation("p.py::test_sorted", list(range(100, 120)))
+    small = violation("p.py::test_sorted", [7])
+    middle = violation("p.py::test_unique", [1, 1])
+    report = CheckReport(results=[big, middle, small, failure("pass", "p.py::test_ok")])
+
+    chosen = select_failure(report, "property-min", SIMPLE)
+
+    assert chosen is not None
+    assert chosen.result == small and chosen.input == "xs=[7]"
+    assert chosen.category == "property_violation" and chosen.candidates == 3
+    assert chosen.tokens == 5 and chosen.counter == "simple"  # xs = [ 7 ]
+    assert chosen.why == (
+        "3 property violations; chose the one whose input has 5 tokens (simple counter)"
+    )
+
+
+def test_a_property_violation_beats_a_runtime_error_with_a_smaller_input() -> None:
+    crash = failure("runtime_error", "t.py::test_c", "test_c(n=0)", exception="ZeroDivisionError")
+    report = CheckReport(results=[crash, violation("p.py::test_sorted", list(range(20)))])
+    for mode in ("property", "property-min"):
+        chosen = select_failure(report, mode, SIMPLE)
+        assert chosen is not None and chosen.category == "property_violation"
+
+
+def test_property_mode_takes_the_first_and_io_the_first_whatever_its_category() -> None:
+    crash = failure("runtime_error", "t.py::test_c", output="RAW CRASH OUTPUT")
+    big = violation("p.py::test_sorted", list(range(20)))
+    small = violation("p.py::test_sorted", [1])
+    report = CheckReport(results=[crash, big, small])
+
+    chosen = select_failure(report, "property", SIMPLE)
+    assert chosen is not None and chosen.result == big
+    assert "chose the first in report order" in chosen.why
+
+    io = select_failure(report, "io", SIMPLE)
+    assert io is not None and io.result == crash and io.candidates == 3
+    message = render_feedback(io, "io", 2, 5)
+    assert message.splitlines()[0] == "Round 2 of 5: t.py::test_c failed. Its pytest output:"
+    assert "RAW CRASH OUTPUT" in message
+    assert "Property" not in message and "Input" not in message
+
+
+def test_nothing_failed_means_no_feedback_but_a_collection_error_is_a_runtime_error() -> None:
+    assert select_failure(CheckReport(results=[failure("pass", "t.py::a")]), "io") is None
+    broken = CheckReport(errors=["ERROR collecting t.py\nImportError: cannot import name 'x'"])
+    chosen = select_failure(broken, "property-min")
+    assert chosen is not None and chosen.category == "runtime_error"
+    assert chosen.result.exception == "ImportError: cannot import name 'x'"
+
+
+def test_a_counter_that_fails_part_way_is_replaced_by_simple_for_every_candidate() -> None:
+    class Flaky:
+        name = "vllm:flaky"
+        calls = 0
+
+        def count(self, text: str) -> int:
+            self.calls += 1
+            if self.calls > 1:
+                raise TokenizerUnavailable("server went away")
+            return 1000
+
+    report = CheckReport(results=[violation("p::a", list(range(9))), violation("p::b", [1])])
+    chosen = select_failure(report, "property-min", Flaky())
+    assert chosen is not None and chosen.counter == "simple" and chosen.input == "xs=[1]"
+
+
+categories = st.sampled_from([*PRIORITY, "pass"])
+results = st.builds(
+    lambda category, xs, i: failure(category, f"t.py::test_{i}", f"test_{i}(xs={xs!r})"),
+    categories,
+    st.lists(st.integers(-(10**6), 10**6), max_size=6),
+    st.integers(0, 5),
+)
+reports = st.lists(results, max_size=12).map(lambda rs: CheckReport(results=rs))
+
+
+@settings(max_examples=200)
+@given(reports, st.sampled_from(["property", "property-min"]))
+def test_no_lower_priority_failure_is_chosen_while_a_higher_one_exists(
+    report: CheckReport, mode: feedback.FeedbackMode
+) -> None:
+    chosen = select_failure(report, mode, SIMPLE)
+    present = [r.category for r in report.failures()]
+    if not present:
+        assert chosen is None
+        return
+    assert chosen is not None
+    assert chosen.category == chosen.result.category
+    assert PRIORITY.index(chosen.category) == min(PRIORITY.index(c) for c in present)
+
+
+@settings(max_examples=200)
+@given(reports)
+def test_property_min_choice_has_the_minimum_count_of_its_category(report: CheckReport) -> None:
+    chosen = select_failure(report, "property-min", SIMPLE)
+    if chosen is None:
+        return
+    pool = [r for r in report.failures() if r.category == chosen.category]
+    assert chosen.candidates == len(pool)
+    assert chosen.tokens == SIMPLE.count(chosen.input)
+    assert chosen.tokens == min(SIMPLE.count(failure_input(r)) for r in pool)
+    assert select_failure(report, "property-min", SIMPLE) == chosen  # deterministic
+
+
+# --------------------------------------------------------------------------- several inputs
+
+LONG = [3, 1, 3, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3]
+
+
+def explicit_and_generated(nodeid: str = ".pgs/properties/test_d.py::test_dedupe") -> TestResult:
+    """What the plugin records when an explicit @example fails and so does a generated input."""
+    name = nodeid.rsplit("::", 1)[-1]
+    explicit = FailingInput(
+        example=f"{name}(xs={LONG!r})",
+        explicit=True,
+        category="wrong_answer",
+        returned=f"returned {LONG!r}, expected [3, 1, 2, 5]\nassert 9 == 7",
+        trace=f"{nodeid.split('::')[0]}:9 in {name}\n    assert out == expected",
+    )
+    generated = FailingInput(
+        example=f"{name}(\n    xs=[0, 0],\n)",
+        category="property_violation",
+        returned="returned [0, 0], expected [0]\nassert [0, 0] == [0]\n"
+        "  \n  Use -v to get more diff",
+        trace="listutils/core.py:4 in dedupe\n    return xs",
+    )
+    return TestResult(
+        nodeid=nodeid,
+        kind="issue",
+        rule="every element once, in the order of first occurrence",
+        outcome="failed",
+        **explicit.model_dump(),
+        examples=[explicit, generated],
+    )
+
+
+def test_property_min_chooses_among_every_input_of_every_result() -> None:
+    result = explicit_and_generated()
+    other = violation("p.py::test_sorted", [5, 4, 3])
+    report = CheckReport(results=[other, result])
+    for mode in ("property", "property-min"):
+        chosen = select_failure(report, mode, SIMPLE)
+        assert chosen is not None
+        if mode == "property":  # the first property violation in report order
+            assert chosen.result == other
+            continue
+        assert chosen.result == result and chosen.chosen == result.examples[1]
+        assert chosen.input == "xs=[0, 0]" and chosen.category == "property_violation"
+        assert chosen.candidates == 2  # the two property violations; the explicit ranks lower
+        assert chosen.issue_example == f"xs={LONG!r}"
+
+
+def test_the_explicit_example_is_chosen_when_it_is_the_smallest() -> None:
+    small = FailingInput(example="t(xs=[1])", explicit=True, category="property_violation")
+    big = FailingInput(example=f"t(xs={LONG!r})", category="property_violation")
+    result = TestResult(
+        nodeid="p.py::t", outcome="failed", category="property_violation", examples=[big, small]
+    )
+    chosen = select_failure(CheckReport(results=[result]), "property-min", SIMPLE)
+    assert chosen is not None and chosen.chosen == small and chosen.issue_example is None
+    message = render_feedback(chosen, "property-min", 1, 5)
+    assert "Input (from the issue): xs=[1]" in message and "also fails" not in message
+
+
+def test_a_report_written_before_examples_existed_still_loads_and_selects() -> None:
+    old = {
+        "results": [
+            {
+                "nodeid": ".pgs/properties/test_p.py::test_p",
+                "kind": "issue",
+                "rule": "no repeats",
+                "outcome": "failed",
+                "category": "property_violation",
+                "example": "test_p(xs=[0, 0])",
+                "explicit": False,
+                "returned": "assert 2 == 1",
+                "trace": None,
+                "output": "raw",
+                "note": None,
+                "duration": 0.1,
+            }
+        ],
+        "errors": [],
+        "exit_code": 1,
+        "duration": 1.0,
+    }
+    report = CheckReport.model_validate_json(json.dumps(old))
+    (result,) = report.results
+    assert result.examples == []
+    (only,) = result.failing_inputs()
+    assert (only.example, only.category, only.returned) == (
+        "test_p(xs=[0, 0])",
+        "property_violation",
+        "assert 2 == 1",
+    )
+    chosen = select_failure(report, "property-min", SIMPLE)
+    assert chosen is not None and chosen.input == "xs=[0, 0]" and chosen.chosen == only
+    assert "Got: assert 2 == 1" in render_feedback(chosen, "property-min", 1, 5)
+
+
+def test_a_repository_test_broken_by_the_patch_outranks_a_property_violation() -> None:
+    broken = failure(
+        "wrong_answer",
+        "tests/test_core.py::test_dedupe_example",
+        returned="assert [1, 2, 3] == [3, 1, 2]",
+        note="passed before the patch",
+        examples=[FailingInput(category="runtime_error", exception="KeyError: 3")],
+    )
+    report = CheckReport(results=[violation("p.py::test_sorted", [1]), broken])
+    for mode in ("property", "property-min"):
+        chosen = select_failure(report, mode, SIMPLE)
+        assert chosen is not None and chosen.result == broken, mode
+        assert chosen.category == "wrong_answer"  # the checker's category, not the plugin's
+        assert chosen.why.startswith("1 repository test broken by the patch; chose")
+        message = render_feedback(chosen, mode, 1, 5, rerun="python -m pytest x")
+        assert message.splitlines()[:2] == [
+            "Round 1 of 5. Regression.",
+            "Test: tests/test_core.py::test_dedupe_example",
+        ]
+        assert "This passed before your change and fails now" in message
+    io = select_failure(report, "io", SIMPLE)
+    assert io is not None and io.result.nodeid == "p.py::test_sorted"  # report order
+    # A repository test that did not pass before (a new test) has no such rank.
+    new = failure("wrong_answer", "tests/test_new.py::test_x", returned="assert 1 == 2")
+    unranked = CheckReport(results=[new, violation("p.py::test_sorted", [1])])
+    chosen = select_failure(unranked, "property-min", SIMPLE)
+    assert chosen is not None and chosen.category == "property_violation"
+
+
+def test_feedback_names_the_test_the_input_the_rerun_and_the_issues_example_in_one_line() -> None:
+    result = explicit_and_generated()
+    chosen = select_failure(CheckReport(results=[result]), "property-min", SIMPLE)
+    assert chosen is not None
+    rerun = (
+        "PYTHONPATH=/root/.pgs_plugin python3 -m pytest -p pgs_pytest_plugin -q "
+        "'.pgs/properties/test_d.py::test_dedupe'"
+    )
+    message = render_feedback(chosen, "property-min", 1, 5, rerun=rerun)
+    lines = message.splitlines()
+    assert lines[0] == (
+        "Round 1 of 5. Property violated: every element once, in the order of first occurrence"
+    )
+    assert lines[1] == "Test: .pgs/properties/test_d.py::test_dedupe"
+    assert lines[2] == "Input: xs=[0, 0]"
+    assert lines[3:5] == ["Got: returned [0, 0], expected [0]", "assert [0, 0] == [0]"]
+    assert "Use -v" not in message
+    also = [line for line in lines if "also fails" in line]
+    assert also == [f"The issue's own example also fails: xs={LONG!r}"]
+    assert f"Rerun it alone: {rerun}" in lines
+    assert "listutils/core.py:4 in dedupe" in message  # the generated input's own trace
+    assert len(lines) <= 12
+    without = render_feedback(chosen, "property-min", 1, 5)
+    assert "Rerun it alone" not in without and "Test: .pgs/" in without
+
+
+def test_io_feedback_reads_as_self_edits_execution_feedback() -> None:
+    result = explicit_and_generated()
+    result.output = "E   AssertionError: returned [3, 1, 3], expected [3, 1]\nE   Failing explicit"
+    chosen = select_failure(CheckReport(results=[result]), "io", SIMPLE)
+    assert chosen is not None and chosen.chosen == result.examples[0]  # the first, as reported
+    message = render_feedback(chosen, "io", 1, 5, rerun="ignored")
+    assert message.splitlines()[0] == (
+        "Round 1 of 5: .pgs/properties/test_d.py::test_dedupe failed. Its pytest output:"
+    )
+    assert "returned [3, 1, 3], expected [3, 1]" in message
+    assert message.splitlines()[-1] == "Rewrite the code so that this test passes."
+    assert "ignored" not in message
+
+
+inputs = st.builds(
+    lambda category, xs, explicit: FailingInput(
+        example=f"t(xs={xs!r})", explicit=explicit, category=category
+    ),
+    st.sampled_from(PRIORITY),
+    st.lists(st.integers(-(10**6), 10**6), max_size=6),
+    st.booleans(),
+)
+multi = st.builds(
+    lambda i, examples, regressed: TestResult(
+        nodeid=f"t.py::test_{i}",
+        outcome="failed",
+        category=examples[0].category,
+        example=examples[0].example,
+        note="passed before the patch" if regressed else None,
+        examples=examples,
+    ),
+    st.integers(0, 5),
+    st.lists(inputs, min_size=1, max_size=3),
+    st.booleans(),
+)
+
+
+@settings(max_examples=200)
+@given(st.lists(multi, min_size=1, max_size=6))
+def test_property_min_takes_the_fewest_tokens_among_the_inputs_of_the_top_rank(
+    results: list[TestResult],
+) -> None:
+    report = CheckReport(results=results)
+    chosen = select_failure(report, "property-min", SIMPLE)
+    assert chosen is not None
+    regressed = [r for r in results if r.regressed]
+    if regressed:
+        assert chosen.result.regressed
+        pool = [f for r in regressed for f in r.failing_inputs()]
+    else:
+        every = [f for r in results for f in r.failing_inputs()]
+        best = min(PRIORITY.index(f.category) for f in every)
+        pool = [f for f in every if PRIORITY.index(f.category) == best]
+        assert chosen.category == PRIORITY[best]
+    assert chosen.candidates == len(pool)
+    assert chosen.chosen in chosen.result.failing_inputs()
+    assert chosen.tokens == min(SIMPLE.count(failure_input(chosen.result, f)) for f in pool)
+    assert select_failure(report, "property-min", SIMPLE) == chosen
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def long_pytest_output(trace_lines: int) -> str:
+    """What pytest -vv prints for one failing Hypothesis property, verbatim in shape."""
+    source = "\n".join(f"    {line}" for line in LONG_SOURCE.splitlines())
+    frames = "\n".join(
+        f"src/lib/module_{i % 7}.py:{100 + i}: in helper_{i}\n"
+        f"    return helper_{i + 1}(items, key=key, reverse=reverse, cache=cache)"
+        for i in range(trace_lines // 2)
+    )
+    return (
+        "=================================== FAILURES ===================================\n"
+        "_______________________________ test_sort_is_sorted ______________________________\n"
+        "\n"
+        "    @given(st.lists(st.integers()))\n"
+        f">   def test_sort_is_sorted(xs):\n{source}\n"
+        "\n"
+        ".pgs/properties/test_sort.py:12: \n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n"
+        f"{frames}\n"
+        "E   AssertionError: assert [1, 0] == [0, 1]\n"
+        "E     At index 0 diff: 1 != 0\n"
+        "E     Full diff:\n"
+        "E     - [0, 1]\n"
+        "E     + [1, 0]\n"
+        "E   Falsifying example: test_sort_is_sorted(\n"
+        "E       xs=[1, 0],\n"
+        "E   )\n"
+        "\n"
+        "You can reproduce this example by temporarily adding @reproduce_failure('6.100.0', "
+        "b'AXicY2BgYGAEIgYGAAAVAAM=') as a decorator on your test case\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED .pgs/properties/test_sort.py::test_sort_is_sorted - AssertionError: assert"
+        " [1, 0] == [0, 1]\n"
+        "============================== 1 failed in 0.84s ===============================\n"
+    )
+
+
+LONG_SOURCE = """\
+result = sort_items(xs)
+# every neighbouring pair is in order
+for a, b in zip(result, result[1:]):
+    assert a <= b, f"{result} is not sorted"
+assert sorted(result) == sorted(xs)
+assert len(result) == len(xs)
+"""
+
+
+def sorted_violation(trace_lines: int) -> TestResult:
+    raw = long_pytest_output(trace_lines)
+    return TestResult(
+        nodeid=".pgs/properties/test_sort.py::test_sort_is_sorted",
+        kind="issue",
+        rule="sorting returns the items in non-decreasing order",
+        outcome="failed",
+        category="property_violation",
+        example="test_sort_is_sorted(\n    xs=[1, 0],\n)",
+        returned="assert [1, 0] == [0, 1]",
+        trace="\n".join(f"src/lib/m.py:{i}: in helper_{i}" for i in range(trace_lines)),
+        output=raw,
+    )
+
+
+def test_property_feedback_says_rule_input_result_and_round_in_few_lines() -> None:
+    result = sorted_violation(100)
+    chosen = select_failure(CheckReport(results=[result]), "property-min", SIMPLE)
+    assert chosen is not None
+
+    message = render_feedback(chosen, "property-min", 2, 5)
+
+    assert message.startswith("Round 2 of 5.")
+    assert "Property violated: sorting returns the items in non-decreasing order" in message
+    assert "Input: xs=[1, 0]" in message
+    assert "Got: assert [1, 0] == [0, 1]" in message
+    trace = [line for line in message.splitlines() if "in helper_" in line]
+    assert len(trace) == MAX_TRACE_LINES and trace[-1].strip() == "src/lib/m.py:99: in helper_99"
+    assert "Make the rule hold for every valid input" in message
+    assert "\n\n\n" not in message and message == message.strip()
+
+    raw_tokens = SIMPLE.count(result.output or "")
+    assert raw_tokens / SIMPLE.count(message) >= 3
+
+
+def test_each_category_gets_its_own_instruction() -> None:
+    cases: list[tuple[TestResult, list[str]]] = [
+        (
+            failure("wrong_answer", "tests/test_a.py::test_old", returned="assert 3 == 4"),
+            ["Got: assert 3 == 4", "passed before your change"],
+        ),
+        (
+            failure(
+                "runtime_error",
+                "p.py::test_div",
+                "test_div(n=0)",
+                exception="ZeroDivisionError: division by zero",
+            ),
+            ["Input: n=0", "Raised: ZeroDivisionError: division by zero", "crashed"],
+        ),
+        (
+            failure("timeout", "p.py::test_fib", "test_fib(n=90)", duration=10.0),
+            ["Input: n=90", "Too slow on this input (stopped after 10.0 s)", "faster"],
+        ),
+    ]
+    for result, says in cases:
+        chosen = select_failure(CheckReport(results=[result]), "property", SIMPLE)
+        assert chosen is not None
+        message = render_feedback(chosen, "property", 1, 5)
+        for phrase in says:
+            assert phrase in message, (phrase, message)
+        assert "Property violated" not in message
+
+
+def test_without_a_rule_the_test_name_says_it() -> None:
+    result = failure("property_violation", "p.py::test_roundtrip_keeps_text[utf8]", "t(s='é')")
+    chosen = select_failure(CheckReport(results=[result]), "property-min", SIMPLE)
+    assert chosen is not None
+    assert "Property violated: roundtrip keeps text" in render_feedback(chosen, "property", 1, 1)
+
+
+def test_templates_can_be_replaced_and_rounds_are_checked() -> None:
+    chosen = select_failure(CheckReport(results=[violation("p::t", [3])]), "property", SIMPLE)
+    assert chosen is not None
+    custom = "{{ round }}/{{ rounds }} {{ input }} {{ category }}"
+    assert render_feedback(chosen, "property", 3, 4, custom) == "3/4 xs=[3] property_violation"
+    with pytest.raises(ValueError, match="round 6"):
+        render_feedback(chosen, "property", 6, 5)
+
+
+# --------------------------------------------------------------------------- counters
+
+
+class TokenizeServer:
+    """A stand-in vLLM server: POST /tokenize answers {"count": 1000 + len(prompt)}."""
+
+    def __init__(self, answer: str = "count") -> None:
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append((self.path, body))
+                if self.path != "/tokenize":
+                    self.send_error(404)
+                    return
+                prompt = body["prompt"]
+                reply = (
+                    {"count": 1000 + len(prompt)}
+                    if answer == "count"
+                    else {"tokens": list(range(len(prompt)))}
+                )
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def __enter__(self) -> TokenizeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.thread.join()
+        self.httpd.server_close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(feedback, "_vllm_probes", {})
+    monkeypatch.setattr(feedback, "_tiktoken_cache", {})
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    yield
+
+
+def test_a_vllm_server_counts_through_its_tokenize_endpoint() -> None:
+    with TokenizeServer() as server:
+        config = ModelConfig(name="Qwen/Qwen2.5-Coder-7B", base_url=server.url + "/")
+        counter = get_counter(config)
+        assert counter.name == "vllm:Qwen/Qwen2.5-Coder-7B"
+        assert counter.count("xs=[0]") == 1006
+        assert get_counter(config, "vllm").count("ab") == 1002
+        path, body = server.requests[-1]
+        assert path == "/tokenize" and body["model"] == "Qwen/Qwen2.5-Coder-7B"
+        assert body["prompt"] == "ab"
+        probes = [b for _, b in server.requests if b["prompt"] == "ping"]
+        assert len(probes) == 1  # probed once, then cached
+
+        chosen = select_failure(
+            CheckReport(results=[violation("p::a", [1, 2]), violation("p::b", [1])]),
+            "property-min",
+            counter,
+        )
+        assert chosen is not None and chosen.tokens == 1006
+        assert chosen.why.endswith("(vllm:Qwen/Qwen2.5-Coder-7B counter)")
+
+
+def test_a_tokens_list_answer_is_counted_too() -> None:
+    with TokenizeServer(answer="tokens") as server:
+        counter = get_counter(ModelConfig(name="local", base_url=server.url), "vllm")
+        assert counter.count("abcd") == 4
+
+
+def test_no_tokenize_endpoint_falls_back_to_simple() -> None:
+    with ScriptedServer([]) as server:  # answers 404 to POST /tokenize
+        config = ModelConfig(name="llama", base_url=server.url)
+        assert get_counter(config).name == "simple"
+        assert get_counter(config, "vllm").name == "simple"
+    closed = ModelConfig(name="llama", base_url=server.url)  # nothing listens any more
+    assert get_counter(closed, "vllm").name == "simple"
+
+
+def test_simple_when_asked_or_without_a_model() -> None:
+    assert get_counter(None).name == "simple"
+    assert get_counter(ModelConfig(name="gpt-4o"), "simple").name == "simple"
+    assert get_counter(ModelConfig(name="human")).name == "simple"
+    # The OpenAI API has no tokenize endpoint: a non-OpenAI name there is not probed.
+    assert get_counter(ModelConfig(name="deepseek-coder")).name == "simple"
+
+
+def test_openai_names_without_tiktoken_fall_back_to_simple(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # import fails: not installed
+    assert get_counter(ModelConfig(name="gpt-4o")).name == "simple"
+    assert get_counter(ModelConfig(name="openai/o3-mini"), "tiktoken").name == "simple"
+
+
+def test_tiktoken_that_cannot_load_its_encoding_falls_back_to_simple(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    offline = types.ModuleType("tiktoken")
+
+    def no_download(name: str) -> Any:
+        raise ConnectionError("cannot fetch https://openaipublic.blob.core.windows.net/...")
+
+    offline.encoding_for_model = no_download  # type: ignore[attr-defined]
+    offline.get_encoding = no_download  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", offline)
+    assert get_counter(ModelConfig(name="gpt-4.1-mini")).name == "simple"
+
+
+def test_tiktoken_is_used_when_it_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Encoding:
+        name = "o200k_base"
+
+        def encode(self, text: str, disallowed_special: Any = ()) -> list[int]:
+            return list(range(len(text.split())))
+
+    loaded = types.ModuleType("tiktoken")
+
+    def unknown_model(name: str) -> Any:
+        raise KeyError(name)
+
+    loaded.encoding_for_model = unknown_model  # type: ignore[attr-defined]
+    loaded.get_encoding = lambda name: Encoding()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", loaded)
+    counter = get_counter(ModelConfig(name="gpt-9"))
+    assert counter.name == "tiktoken:o200k_base" and counter.count("a b c") == 3
+
+
+def test_an_openai_like_name_on_a_vllm_server_uses_the_endpoint_when_tiktoken_cannot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    with TokenizeServer() as server:
+        counter = get_counter(ModelConfig(name="openai/gpt-oss-20b", base_url=server.url))
+        assert counter.name == "vllm:openai/gpt-oss-20b" and counter.count("ab") == 1002

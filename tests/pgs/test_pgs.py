@@ -1,0 +1,595 @@
+"""PGS end to end: the Generator and the Tester over the scripted server (the real openai client
+over HTTP), real Docker sandboxes of the planted-bug repositories of ``example_repos``, real
+pytest and Hypothesis inside them.
+
+Each session is scripted with a policy that tells the two conversations apart by their system
+prompt (the Tester's starts with "You are a test engineer") and answers each by how far it has
+got, so the order in which the two ask does not matter. Every test looks at what a user sees:
+the ``.traj`` (``pgs``: validation, rounds, selection, feedback, verdict), the messages each
+model received, the printed output, the ``.patch`` and ``.properties.patch`` files.
+
+The DEDUPE session used by most tests (``main``, through ``pgs run``):
+
+- the Tester writes sound, unsound and broken property files, plus a stray edit to a source file;
+- the Generator's first candidate (``sorted(set(xs))`` for five elements or more) loses the
+  order, which the repository's example tests miss: two properties find it, one with a
+  five-element counterexample, one that only draws lists of twenty or more;
+- its second candidate is the correct fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import subprocess
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+from agent.core.config import load_config
+from agent.core.loop import RunResult
+from agent.core.run import check_repo, load_issue, output_paths, run_task
+from agent.models.scripted import ScriptedServer
+from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
+
+pytestmark = pytest.mark.docker
+
+MODEL = "scripted"
+TESTER_MODEL = "scripted-tester"
+PRICES = {MODEL: [0.0, 0.0], TESTER_MODEL: [0.0, 0.0]}
+FAST_RETRIES = {"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}
+#: Small Hypothesis runs and a short per-test limit: the hanging candidate costs 3 s.
+CHECK = {"max_examples": 50, "test_timeout": 3}
+TESTER_PROMPT = "You are a test engineer"
+#: Words only the Generator's (or only the Tester's) reasoning holds, to see who saw what.
+GENERATOR_SECRET = "generator-reasoning-7f3a"
+TESTER_SECRET = "tester-reasoning-91c2"
+
+#: A regression property that only draws long lists: the wrong fix fails it too, but its
+#: shrunk counterexample still has twenty elements. Sorted before test_regression_sound.py, so
+#: it is the first failure in report order (what --feedback property and io pick).
+LONG_LISTS = """\
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from listutils.core import dedupe
+
+
+@pytest.mark.pgs_regression("distinct elements of a long list come out in the order they occur")
+@given(st.lists(st.integers(0, 9), min_size=20, max_size=30))
+def test_long_list_order(xs):
+    firsts = [x for i, x in enumerate(xs) if x not in xs[:i]]
+    out = dedupe(xs)
+    assert [x for i, x in enumerate(out) if x not in out[:i]] == firsts
+"""
+DEDUPE_PROPERTIES = {
+    **{
+        DEDUPE.property_path(role): DEDUPE.properties[role]
+        for role in (
+            "issue_sound",
+            "regression_sound",
+            "issue_unsound_passes",
+            "regression_unsound_fails",
+            "name_error",
+            "import_error",
+            "bad_strategy",
+        )
+    },
+    f"{PROPERTY_DIR}/test_long_lists.py": LONG_LISTS,
+}
+SOUND = ("issue_sound", "regression_sound")
+
+
+# --------------------------------------------------------------------------- scripting
+
+
+def call(name: str, content: str = "", **arguments: Any) -> dict[str, Any]:
+    return {"content": content, "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def write_files(files: Mapping[str, str], thought: str) -> dict[str, Any]:
+    """One bash step writing ``files`` (paths relative to the repository) with heredocs."""
+    parts = []
+    for path, text in files.items():
+        folder = path.rsplit("/", 1)[0] if "/" in path else "."
+        parts.append(f"mkdir -p {folder} && cat > {path} <<'PGS_EOF'\n{text}PGS_EOF")
+    return call("bash", thought, command="\n".join(parts))
+
+
+def submit(thought: str) -> dict[str, Any]:
+    return call("submit", thought)
+
+
+def candidate(repo: ExampleRepo, text: str, why: str) -> dict[str, Any]:
+    return write_files({repo.module: text}, f"{GENERATOR_SECRET}: {why}")
+
+
+def is_tester(request: Mapping[str, Any]) -> bool:
+    return str(request["messages"][0]["content"]).startswith(TESTER_PROMPT)
+
+
+def asked(request: Mapping[str, Any]) -> int:
+    """How many replies this conversation already holds: the index of the next step."""
+    return sum(m["role"] == "assistant" for m in request["messages"])
+
+
+Policy = Callable[[dict[str, Any]], Any]
+
+
+def session(generator: list[dict[str, Any]], tester: list[dict[str, Any]]) -> Policy:
+    """One policy for both conversations; a step past the end is a 400 (the run errors)."""
+
+    def policy(request: dict[str, Any]) -> Any:
+        steps = tester if is_tester(request) else generator
+        n = asked(request)
+        return steps[n] if n < len(steps) else None
+
+    return policy
+
+
+def only_the_generator(generator: list[dict[str, Any]]) -> Policy:
+    """For a server the Tester must never reach."""
+
+    def policy(request: dict[str, Any]) -> Any:
+        assert not is_tester(request), "the Tester asked the Generator's server"
+        return generator[asked(request)]
+
+    return policy
+
+
+def only_the_tester(tester: list[dict[str, Any]]) -> Policy:
+    def policy(request: dict[str, Any]) -> Any:
+        assert is_tester(request), "the Generator asked the Tester's server"
+        return tester[asked(request)]
+
+    return policy
+
+
+def writing_properties(repo: ExampleRepo, files: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [
+        call(
+            "str_replace_editor",
+            f"{TESTER_SECRET}: read the code the issue names.",
+            command="view",
+            path=f"/repo/{repo.module}",
+        ),
+        write_files(files, f"{TESTER_SECRET}: properties for the rule and what must not change."),
+        submit("Properties written."),
+    ]
+
+
+#: Removes repeats but sorts lists of five or more: the repository's example tests (four
+#: elements at most) still pass, so only the properties find it, with a five-element list and
+#: with a twenty-element one.
+SORTS_LONG_LISTS = '''\
+def dedupe(xs):
+    """The elements of ``xs`` without repeats, each at the place it first occurs."""
+    if len(xs) > 4:
+        return sorted(set(xs))
+    out = []
+    for x in xs:
+        if x not in out:
+            out.append(x)
+    return out
+'''
+#: The Generator: a fix that loses the order, then (after feedback) the correct one.
+DEDUPE_GENERATOR = [
+    candidate(DEDUPE, SORTS_LONG_LISTS, "a set cannot hold a repeat; sort it for a stable order"),
+    submit("Fixed."),
+    candidate(DEDUPE, DEDUPE.fixed, "keep the order of first occurrence; skip what was seen"),
+    submit("Fixed, keeping the order."),
+]
+#: The Tester, with an edit outside the properties folder (a fix of its own, and a note).
+STRAY = "notes-from-the-tester.txt"
+DEDUPE_TESTER = [
+    *writing_properties(DEDUPE, DEDUPE_PROPERTIES)[:2],
+    call(
+        "bash",
+        f"{TESTER_SECRET}: try a fix to see the properties pass.",
+        command=f"sed -i 's/xs\\[:-1\\]/xs/' {DEDUPE.module} && echo '# tester' >> "
+        f"{DEDUPE.module} && echo stray > {STRAY}",
+    ),
+    submit("Properties written."),
+]
+
+
+# --------------------------------------------------------------------------- running
+
+
+@dataclass
+class Run:
+    result: RunResult | None
+    paths: dict[str, Path]
+    requests: list[dict[str, Any]]
+    tester_requests: list[dict[str, Any]]
+    stdout: str = ""
+    stderr: str = ""
+    code: int = 0
+
+    @property
+    def traj(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.paths["traj"].read_text())
+        return data
+
+    @property
+    def pgs(self) -> dict[str, Any]:
+        record: dict[str, Any] = self.traj["pgs"]
+        return record
+
+    @property
+    def generator_requests(self) -> list[dict[str, Any]]:
+        return [r for r in self.requests if not is_tester(r)]
+
+    @property
+    def feedback(self) -> list[str]:
+        return [r["feedback"] for r in self.pgs["rounds"] if r.get("feedback")]
+
+
+@dataclass(frozen=True)
+class Example:
+    repo: ExampleRepo
+    path: Path
+    image: str
+
+
+def _example(repo: ExampleRepo, tmp_path_factory: pytest.TempPathFactory) -> Example:
+    from envs.images import build_repo_image
+
+    path = repo.make(tmp_path_factory.mktemp(repo.name) / repo.name)
+    return Example(repo, path, build_repo_image(path).tag)  # cached by content
+
+
+@pytest.fixture(scope="session")
+def dedupe(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Example:
+    return _example(DEDUPE, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def rle(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Example:
+    return _example(RLE, tmp_path_factory)
+
+
+def run_session(
+    example: Example,
+    out: Path,
+    policy: Policy,
+    pgs: Mapping[str, Any],
+    *,
+    tester_policy: Policy | None = None,
+) -> Run:
+    """run_task over one scripted server (or two: ``tester_policy`` serves the Tester)."""
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(ScriptedServer(policy))
+        options: dict[str, Any] = {"check": CHECK, **pgs}
+        tester = None
+        if tester_policy is not None:
+            tester = stack.enter_context(ScriptedServer(tester_policy, model=TESTER_MODEL))
+            options.update(tester_model=TESTER_MODEL, tester_base_url=tester.url)
+        base = {
+            "model": {
+                "name": MODEL,
+                "base_url": server.url,
+                "prices": PRICES,
+                "retries": FAST_RETRIES,
+            },
+            "sandbox": {"image": example.image},
+            "pgs": options,
+        }
+        config = load_config(None, base)
+        task = load_issue(example.repo.issue, check_repo(example.path, allow_dirty=False))
+        result = run_task(task, config, out)
+        return Run(
+            result,
+            output_paths(out, task.instance_id),
+            server.requests,
+            tester.requests if tester else [],
+        )
+
+
+def pgs_run(example: Example, out: Path, policy: Policy, *flags: str) -> Run:
+    """``pgs run`` in this process, its stdout and stderr captured."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with ScriptedServer(policy) as server:
+        argv = [
+            "run",
+            "--repo",
+            str(example.path),
+            "--issue",
+            example.repo.issue,
+            "--model",
+            MODEL,
+            "--base-url",
+            server.url,
+            "--image",
+            example.image,
+            "--model.prices",
+            json.dumps(PRICES),
+            "--model.retries",
+            json.dumps(FAST_RETRIES),
+            "--pgs.check",
+            json.dumps(CHECK),
+            "--output-dir",
+            str(out),
+            *flags,
+        ]
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(argv)
+        requests = server.requests
+    (traj,) = out.glob("*/*.traj")
+    paths = output_paths(out, traj.stem)
+    return Run(None, paths, requests, [], stdout.getvalue(), stderr.getvalue(), code)
+
+
+@pytest.fixture(scope="module")
+def main_run(dedupe: Example, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The DEDUPE session through ``pgs run --keep-properties`` (feedback property-min)."""
+    out = tmp_path_factory.mktemp("main")
+    return pgs_run(dedupe, out, session(DEDUPE_GENERATOR, DEDUPE_TESTER), "--keep-properties")
+
+
+def counterexample(text: str) -> list[int]:
+    """The list in ``xs=[...]`` of a feedback message or selection input."""
+    match = re.search(r"xs=\[([-\d, ]*)\]", text)
+    assert match, text
+    return [int(x) for x in match[1].split(",") if x.strip()]
+
+
+def without_durations(report: Any) -> Any:
+    if isinstance(report, dict):
+        return {k: without_durations(v) for k, v in report.items() if k != "duration"}
+    if isinstance(report, list):
+        return [without_durations(v) for v in report]
+    return report
+
+
+# --------------------------------------------------------------------------- the DEDUPE session
+
+
+def test_unsound_properties_are_dropped_with_the_reason(main_run: Run) -> None:
+    validation = main_run.pgs["validation"]
+    kept = {nodeid.split("::")[0] for nodeid in validation["kept"]}
+    assert kept == {
+        *(DEDUPE.property_path(role) for role in SOUND),
+        f"{PROPERTY_DIR}/test_long_lists.py",
+    }
+    reasons = {d["nodeid"].split("::")[0]: d["reason"] for d in validation["dropped"]}
+    path = DEDUPE.property_path
+    assert set(reasons) == {
+        path(role)
+        for role in (
+            "issue_unsound_passes",
+            "regression_unsound_fails",
+            "name_error",
+            "import_error",
+            "bad_strategy",
+        )
+    }
+    assert "does not capture the bug" in reasons[path("issue_unsound_passes")]
+    assert reasons[path("regression_unsound_fails")].startswith("unsound: fails on the original")
+    assert "itself raised NameError" in reasons[path("name_error")]
+    assert reasons[path("import_error")].startswith("the file does not import")
+    assert reasons[path("bad_strategy")].startswith("bad strategy (InvalidArgument)")
+    # The files the Tester wrote are recorded, and the printed summary counts the decisions.
+    assert set(main_run.pgs["properties"]) == set(DEDUPE_PROPERTIES)
+    assert "PGS (property-min): 3 properties kept, 5 dropped" in main_run.stderr
+
+
+def test_feedback_names_the_minimal_counterexample(main_run: Run) -> None:
+    first = main_run.pgs["rounds"][0]
+    selection = first["selection"]
+    assert selection["category"] == "property_violation"
+    assert selection["candidates"] == 2  # the five-element and the twenty-element failure
+    assert selection["why"].startswith("2 property violations; chose the one whose input has")
+    assert "tokens" in selection["why"]
+    assert len(counterexample(selection["input"])) == 5
+    # The twenty-element input failed too: it is in the round's report, not in the feedback.
+    failed = {r["nodeid"].split("::")[0]: r for r in first["report"]["results"] if r["example"]}
+    long_input = failed[f"{PROPERTY_DIR}/test_long_lists.py"]["example"]
+    assert len(counterexample(long_input)) >= 20
+    # What the Generator's model received next: this message, in its own conversation.
+    (message,) = main_run.feedback
+    after = [r for r in main_run.generator_requests if asked(r) == 2]
+    assert after and after[0]["messages"][-1]["content"] == message
+    assert message.startswith("Round 1 of 5. Property violated: ")
+    assert "Property violated: distinct elements come out in the order they first occur" in message
+    assert len(counterexample(message)) == 5
+    assert str(counterexample(long_input))[1:-1] not in message
+
+
+def test_the_correct_candidate_passes_and_the_loop_stops(main_run: Run) -> None:
+    pgs = main_run.pgs
+    assert [r["round"] for r in pgs["rounds"]] == [1, 2]
+    assert pgs["rounds"][1]["failures"] == 0 and "feedback" not in pgs["rounds"][1]
+    assert pgs["verdict"] == "passed"
+    assert main_run.traj["info"]["exit_status"] == "submitted"
+    assert main_run.code == 0
+    assert "2 candidates checked, 1 feedback messages; verdict: passed" in main_run.stderr
+    assert "round 1: 2 property violations; chose the one" in main_run.stderr
+    # No Generator request after its second submit: the loop stopped there.
+    assert max(asked(r) for r in main_run.generator_requests) == 3
+
+
+def test_the_patch_excludes_the_properties_which_keep_properties_writes_apart(
+    main_run: Run, dedupe: Example, tmp_path: Path
+) -> None:
+    patch = main_run.paths["patch"].read_text()
+    assert patch == main_run.stdout  # what `pgs run` printed
+    assert ".pgs" not in patch and "diff --git a/listutils/core.py" in patch
+    assert "+    for x in xs:" in patch
+    kept = main_run.paths["properties"].read_text()
+    added = re.findall(r"^\+\+\+ b/(\S+)", kept, re.MULTILINE)
+    assert sorted(added) == [
+        "tests/pgs_properties/test_issue_sound.py",
+        "tests/pgs_properties/test_long_lists.py",
+        "tests/pgs_properties/test_regression_sound.py",
+    ]
+    assert ".pgs/" not in kept
+    # Both apply to the user's repository and the kept properties pass on the fixed code.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(dedupe.path), str(clone)], check=True)
+    for text in (patch, kept):
+        subprocess.run(["git", "apply", "-"], cwd=clone, input=text, text=True, check=True)
+    assert (clone / "tests/pgs_properties/test_long_lists.py").read_text() == LONG_LISTS
+
+
+def test_the_testers_edits_outside_the_properties_folder_are_reverted(main_run: Run) -> None:
+    stray = [s for s in main_run.pgs["tester"]["trajectory"] if STRAY in s["action"]]
+    assert [s["exit_code"] for s in stray] == [0]  # the edit was made in the sandbox
+    patch = main_run.paths["patch"].read_text()
+    assert STRAY not in patch and "# tester" not in patch
+    # Its own fix of the source did not reach the validation: the issue property still
+    # failed on the original code and was kept.
+    kept = main_run.pgs["validation"]["kept"]
+    assert f"{DEDUPE.property_path('issue_sound')}::test_no_repeats" in kept
+    # And the candidates were checked as the Generator wrote them.
+    first = main_run.pgs["rounds"][0]["patch"]
+    assert re.findall(r"^diff --git a/(\S+)", first, re.MULTILINE) == [DEDUPE.module]
+    assert "return sorted(set(xs))" in first and "# tester" not in first
+
+
+def test_the_tester_never_sees_the_generators_reasoning(main_run: Run) -> None:
+    tester = [r for r in main_run.requests if is_tester(r)]
+    assert tester and all(GENERATOR_SECRET not in json.dumps(r) for r in tester)
+    assert all(TESTER_SECRET not in json.dumps(r) for r in main_run.generator_requests)
+    history = main_run.pgs["tester"]["history"]
+    assert history[0]["content"].startswith(TESTER_PROMPT)
+    assert DEDUPE.issue in history[1]["content"]
+
+
+# --------------------------------------------------------------------------- --feedback modes
+
+
+def test_feedback_none_makes_no_tester_request(dedupe: Example, tmp_path: Path) -> None:
+    generator = DEDUPE_GENERATOR[:2]
+    run = run_session(dedupe, tmp_path, session(generator, DEDUPE_TESTER), {"feedback": "none"})
+    assert run.result is not None and run.result.exit_status == "submitted"
+    assert run.requests and not any(is_tester(r) for r in run.requests)
+    assert len(run.requests) == 2
+    assert run.pgs == {"mode": "none"}
+    assert "sorted(set(xs))" in run.paths["patch"].read_text()  # the wrong fix, unchallenged
+
+
+SMALL_TESTER = writing_properties(
+    DEDUPE,
+    {
+        **{DEDUPE.property_path(role): DEDUPE.properties[role] for role in SOUND},
+        f"{PROPERTY_DIR}/test_long_lists.py": LONG_LISTS,
+    },
+)
+
+
+def test_feedback_property_takes_any_failing_example_and_rounds_1_stops_after_one(
+    dedupe: Example, tmp_path: Path
+) -> None:
+    wrong_again = [
+        candidate(DEDUPE, DEDUPE.wrong.replace("sorted(set(xs))", "list(set(xs))"), "unsorted"),
+        submit("Fixed again."),
+    ]
+    generator = [*DEDUPE_GENERATOR[:2], *wrong_again]
+    run = run_session(
+        dedupe,
+        tmp_path,
+        session(generator, SMALL_TESTER),
+        {"feedback": "property", "rounds": 1},
+    )
+    pgs = run.pgs
+    assert pgs["mode"] == "property"
+    (message,) = run.feedback
+    assert message.startswith("Round 1 of 1. Property violated: ")
+    assert "Property violated: distinct elements of a long list" in message
+    assert len(counterexample(message)) >= 20  # the first failure, not the smallest
+    assert "chose the first in report order" in pgs["rounds"][0]["selection"]["why"]
+    assert len(pgs["rounds"]) == 2 and pgs["rounds"][1]["failures"] > 0
+    assert pgs["rounds"][1]["note"] == "no feedback: all 1 rounds used"
+    assert pgs["verdict"] == "failed"
+    assert run.result is not None and run.result.exit_status == "submitted"
+    assert max(asked(r) for r in run.generator_requests) == 3  # no request after round 2
+
+
+def test_rounds_0_checks_the_candidate_but_sends_no_feedback(
+    dedupe: Example, tmp_path: Path
+) -> None:
+    run = run_session(dedupe, tmp_path, session(DEDUPE_GENERATOR, SMALL_TESTER), {"rounds": 0})
+    pgs = run.pgs
+    assert pgs["mode"] == "property-min"
+    assert run.feedback == [] and len(pgs["rounds"]) == 1
+    assert pgs["rounds"][0]["failures"] > 0 and pgs["verdict"] == "failed"
+    assert pgs["rounds"][0]["note"] == "no feedback: all 0 rounds used"
+    assert len(run.generator_requests) == 2
+    assert "sorted(set(xs))" in run.paths["patch"].read_text()
+
+
+# --------------------------------------------------------------------------- timeouts
+
+
+def test_a_hanging_candidate_is_fed_back_as_a_timeout_naming_the_input(
+    rle: Example, tmp_path: Path
+) -> None:
+    generator = [
+        candidate(RLE, RLE.wrong, "read every digit of the count"),
+        submit("Fixed."),
+        candidate(RLE, RLE.fixed, "the inner loop must advance j"),
+        submit("Fixed the hang."),
+    ]
+    files = {RLE.property_path(role): RLE.properties[role] for role in SOUND}
+    run = run_session(rle, tmp_path, session(generator, writing_properties(RLE, files)), {})
+    first = run.pgs["rounds"][0]
+    selection = first["selection"]
+    assert selection["category"] == "timeout"
+    assert selection["input"] == "s='aaaaaaaaaa'"
+    (message,) = run.feedback
+    assert message.startswith("Round 1 of 5. Timeout")
+    assert "Input (from the issue): s='aaaaaaaaaa'" in message
+    assert "Too slow on this input" in message and "faster" in message
+    assert run.pgs["verdict"] == "passed" and len(run.pgs["rounds"]) == 2
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+def test_the_check_reports_are_identical_on_two_runs_of_the_same_session(
+    dedupe: Example, main_run: Run, tmp_path: Path
+) -> None:
+    again = run_session(dedupe, tmp_path, session(DEDUPE_GENERATOR, DEDUPE_TESTER), {})
+    reports = [without_durations(r["report"]) for r in again.pgs["rounds"]]
+    assert reports == [without_durations(r["report"]) for r in main_run.pgs["rounds"]]
+    assert without_durations(again.pgs["validation"]) == without_durations(
+        main_run.pgs["validation"]
+    )
+    assert again.feedback == main_run.feedback
+    selections = [without_durations(r.get("selection")) for r in again.pgs["rounds"]]
+    assert selections == [without_durations(r.get("selection")) for r in main_run.pgs["rounds"]]
+
+
+# --------------------------------------------------------------------------- a second model
+
+
+def test_a_separate_tester_model_gets_its_own_server(dedupe: Example, tmp_path: Path) -> None:
+    run = run_session(
+        dedupe,
+        tmp_path,
+        only_the_generator(DEDUPE_GENERATOR),
+        {},
+        tester_policy=only_the_tester(DEDUPE_TESTER),
+    )
+    # The Tester's first turn, then its fresh probe once the second candidate passes.
+    assert len(run.tester_requests) == 2 * len(DEDUPE_TESTER)
+    assert all(r["model"] == TESTER_MODEL for r in run.tester_requests)
+    assert len(run.requests) == len(DEDUPE_GENERATOR)
+    assert all(r["model"] == MODEL for r in run.requests)
+    # Neither conversation holds the other's reasoning; the Generator gets only the feedback.
+    tester_text = json.dumps(run.tester_requests)
+    generator_text = json.dumps(run.requests)
+    assert GENERATOR_SECRET not in tester_text and TESTER_SECRET not in generator_text
+    assert "You are a test engineer" not in generator_text
+    (message,) = run.feedback
+    assert run.requests[2]["messages"][-1]["content"] == message
+    assert run.pgs["verdict"] == "passed"
+    assert run.pgs["tester"]["info"]["model_stats"]["api_calls"] == len(DEDUPE_TESTER)

@@ -1,0 +1,213 @@
+"""The pytest plugin on a failing explicit ``@example``: Hypothesis stops at it and never
+generates or shrinks, so the plugin searches again without the explicit examples and records
+both failing inputs. Real pytest runs: on the host's Python through a local sandbox, and on the
+repositories' Python 3.9 in a Docker sandbox."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.pgs import pgs_pytest_plugin as plugin
+from agent.pgs.check import CheckSettings, run_pytest
+from agent.pgs.feedback import SimpleCounter, render_feedback, select_failure
+from agent.pgs.report import CheckReport, TestResult
+from envs.local import LocalSandbox
+
+SETTINGS = CheckSettings(python=sys.executable, test_timeout=3)
+LONG = [3, 1, 3, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3]
+ISSUE = [1, 2, 1]
+
+#: A dedupe that special-cases the issue's example, as a candidate patch might. The properties
+#: log each input they run to CALLS, one JSON line per call.
+PROPERTIES = f"""\
+import json
+import os
+import time
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+LONG = {LONG!r}
+
+
+def dedupe(xs):
+    if xs == {ISSUE!r}:
+        return [1, 2]
+    return list(xs)
+
+
+def log(name, xs):
+    if os.environ.get("CALLS"):
+        with open(os.environ["CALLS"], "a") as f:
+            f.write(json.dumps([name, xs]) + "\\n")
+
+
+@pytest.mark.pgs_issue("every element once, in the order of first occurrence")
+@given(st.lists(st.integers()))
+@example(xs=LONG)
+def test_long_example(xs):
+    log("long", xs)
+    out = dedupe(xs)
+    expected = list(dict.fromkeys(xs))
+    assert out == expected, f"returned {{out!r}}, expected {{expected!r}}"
+
+
+@pytest.mark.pgs_issue("every element once")
+@given(st.lists(st.integers()))
+@example(xs=[5, 6])
+def test_passing_example(xs):
+    log("passing", xs)
+    assert len(dedupe(xs)) == len(set(xs))
+
+
+@pytest.mark.pgs_issue("only the explicit example fails")
+@given(st.lists(st.integers()))
+@example(xs=[-7])
+def test_only_explicit(xs):
+    assert xs != [-7]
+
+
+@pytest.mark.pgs_issue("the explicit example fails and generating hangs")
+@given(st.lists(st.integers(0, 9), min_size=1))
+@example(xs=[-1])
+def test_hangs_after(xs):
+    if xs[0] >= 0:
+        time.sleep(60)
+    assert xs[0] >= 0
+"""
+PATH = ".pgs/properties/test_examples.py"
+
+
+def test_an_assertion_message_comes_through_whole_without_hypothesis_notes() -> None:
+    message = (
+        f"AssertionError: returned {LONG!r}, expected [3, 1, 2]\n"
+        "assert [3, 1, 3, 2, 5, 6, ...] == [3, 1, 2]\n"
+        "  Left contains 11 more items, first extra item: 5\n"
+        "Falsifying explicit example: test_f(\n    xs=[3, 1, 3],\n)"
+    )
+    assert plugin._assertion_message(message) == (
+        f"returned {LONG!r}, expected [3, 1, 2]\n"
+        "assert [3, 1, 3, 2, 5, 6, ...] == [3, 1, 2]\n"
+        "  Left contains 11 more items, first extra item: 5"
+    )
+    assert plugin._assertion_message("AssertionError") == "assertion failed"
+    assert plugin._assertion_message(None) is None
+
+
+def _calls(path: Path) -> list[tuple[str, Any]]:
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines()]
+
+
+def _run(sandbox: Any, calls: Path, *names: str, settings: CheckSettings = SETTINGS) -> CheckReport:
+    if calls.exists():
+        calls.unlink()
+    targets = [f"{PATH}::{name}" for name in names] or [PATH]
+    sandbox.write_file(PATH, PROPERTIES)
+    return run_pytest(sandbox, targets, settings=settings, timeout=120)
+
+
+@pytest.fixture
+def local(small_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("CALLS", str(tmp_path / "calls.jsonl"))
+    with LocalSandbox(small_repo) as sandbox:
+        yield sandbox
+
+
+def _check_long_example(result: TestResult) -> None:
+    # The result's own fields: the failure pytest reported, the explicit example.
+    assert (result.category, result.explicit) == ("wrong_answer", True)
+    assert result.example == f"test_long_example(xs={LONG!r})"
+    explicit, generated = result.examples
+    assert explicit.example == result.example and explicit.explicit
+    assert explicit.returned and explicit.returned.startswith(f"returned {LONG!r}, expected [")
+    assert (generated.category, generated.explicit) == ("property_violation", False)
+    assert generated.example == "test_long_example(xs=[0, 0])"
+    assert generated.returned and generated.returned.startswith("returned [0, 0], expected [0]")
+    assert generated.trace and "test_examples.py" in generated.trace
+
+
+def test_a_failing_explicit_example_also_yields_the_shrunk_counterexample(
+    local: Any, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    first = _run(local, calls, "test_long_example")
+    (result,) = first.results
+    _check_long_example(result)
+    logged = _calls(calls)
+    assert logged[0] == ("long", LONG) and logged.count(("long", LONG)) == 1
+    assert len(logged) > 2  # generated and shrunk after the explicit example failed
+    chosen = select_failure(first, "property-min", SimpleCounter())
+    assert chosen is not None and chosen.input == "xs=[0, 0]"
+    assert chosen.issue_example == f"xs={LONG!r}"
+    message = render_feedback(chosen, "property-min", 1, 5)
+    assert "Input: xs=[0, 0]" in message and "Got: returned [0, 0], expected [0]" in message
+    assert f"The issue's own example also fails: xs={LONG!r}" in message
+    # Derandomised: a second run gives the same report, inputs and all.
+    second = _run(local, calls, "test_long_example")
+    assert _comparable(second) == _comparable(first)
+
+
+def _comparable(report: CheckReport) -> str:
+    data = report.model_dump()
+    data.pop("duration")
+    for result in data["results"]:
+        result.pop("duration")
+    return json.dumps(data, indent=1)
+
+
+def test_an_explicit_example_that_passes_triggers_nothing_extra(local: Any, tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    (result,) = _run(local, calls, "test_passing_example").results
+    assert (result.category, result.explicit) == ("property_violation", False)
+    (only,) = result.examples
+    assert only.example == result.example == "test_passing_example(xs=[0, 0])"
+    logged = _calls(calls)
+    assert logged[0] == ("passing", [5, 6]) and logged.count(("passing", [5, 6])) == 1
+    assert logged.count(logged[1]) == 1  # one generation: a search again would repeat it
+
+
+def test_only_the_explicit_example_failing_or_a_search_cut_by_the_time_limit_keeps_one_input(
+    local: Any, tmp_path: Path
+) -> None:
+    calls = tmp_path / "calls.jsonl"
+    report = _run(local, calls, "test_only_explicit", "test_hangs_after")
+    only, hangs = report.results
+    assert (only.category, only.example, len(only.examples)) == (
+        "wrong_answer",
+        "test_only_explicit(xs=[-7])",
+        1,
+    )
+    assert (hangs.category, hangs.example, len(hangs.examples)) == (
+        "wrong_answer",
+        "test_hangs_after(xs=[-1])",
+        1,
+    )
+    assert hangs.duration < SETTINGS.test_timeout + 2  # the search had what was left of it
+
+
+@pytest.mark.docker
+def test_the_search_runs_on_python_3_9_too(
+    docker_client: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+    from envs.images import build_repo_image
+    from tests.support.example_repos import DEDUPE
+
+    path = DEDUPE.make(tmp_path_factory.mktemp("dedupe") / "dedupe")
+    settings = SETTINGS.model_copy(update={"python": "python3"})
+    with DockerSandbox(DockerSandboxConfig(image=build_repo_image(path).tag)) as box:
+        assert "Python 3.9" in box.run("python3 -V").output
+        targets = [f"{PATH}::test_long_example", f"{PATH}::test_passing_example"]
+        box.write_file(PATH, PROPERTIES)
+        reports = [run_pytest(box, targets, settings=settings, timeout=120) for _ in range(2)]
+    long_example, passing = reports[0].results
+    _check_long_example(long_example)
+    assert len(passing.examples) == 1
+    assert _comparable(reports[0]) == _comparable(reports[1])

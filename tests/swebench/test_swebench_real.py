@@ -1,0 +1,150 @@
+"""Real SWE-bench Verified records end to end: their repositories, the harness's environment
+built here, swebench's grading. Opt-in, because CI cannot fetch the repositories:
+
+    # fetch github:pallets/flask, psf/requests, pytest-dev/pytest, sympy/sympy,
+    # pylint-dev/pylint, mwaskom/seaborn with the search tool, then
+    ../shared/swebench/prepare.sh /work/.mirror /work/data
+    PGS_SWEBENCH_REPOS=/work/data/repos .venv/bin/python -m pytest \
+        tests/swebench/test_swebench_real.py
+
+The first run builds eight instance images (about 15 minutes here); later runs reuse them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+from agent.models.scripted import ScriptedServer
+
+RECORDS = Path(__file__).resolve().parents[1] / "data" / "verified-dev.jsonl"
+REPOS = os.environ.get("PGS_SWEBENCH_REPOS")
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.skipif(
+        not REPOS,
+        reason="set PGS_SWEBENCH_REPOS to a folder of OWNER__NAME clones of the eight records' "
+        "repositories (see this module's docstring) to run the real SWE-bench checks",
+    ),
+]
+NOOP = """diff --git a/pgs_unrelated.txt b/pgs_unrelated.txt
+new file mode 100644
+--- /dev/null
++++ b/pgs_unrelated.txt
+@@ -0,0 +1 @@
++nothing to do with the issue
+"""
+
+
+def records() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+
+
+def evaluate(preds: dict[str, str], out: Path) -> dict[str, Any]:
+    path = out / "preds.json"
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps(
+            {
+                i: {"instance_id": i, "model_name_or_path": "m", "model_patch": p}
+                for i, p in preds.items()
+            }
+        )
+    )
+    code = main(
+        [
+            "eval",
+            "--predictions",
+            str(path),
+            "--instances",
+            str(RECORDS),
+            "--repos-dir",
+            str(REPOS),
+            "--report-dir",
+            str(out / "report"),
+            "--run-id",
+            "t",
+            "--workers",
+            "2",
+        ]
+    )
+    assert code == 0
+    summary: dict[str, Any] = json.loads((out / "report" / "m.t.json").read_text())
+    return summary
+
+
+def test_gold_resolves_and_empty_or_unrelated_patches_do_not(tmp_path: Path) -> None:
+    ids = sorted(r["instance_id"] for r in records())
+    gold = evaluate({r["instance_id"]: r["patch"] for r in records()}, tmp_path / "gold")
+    assert gold["resolved_ids"] == ids, gold["errors"]
+    empty = evaluate(dict.fromkeys(ids, ""), tmp_path / "empty")
+    assert empty["resolved_ids"] == [] and empty["empty_patch_ids"] == ids
+    noop = evaluate(dict.fromkeys(ids, NOOP), tmp_path / "noop")
+    assert noop["resolved_ids"] == [] and sorted(noop["unresolved_ids"]) == ids, noop["errors"]
+
+
+def gold_policy(request: dict[str, Any]) -> dict[str, Any]:
+    """A scripted model that applies the gold patch of the issue it is given, then submits."""
+    messages = request["messages"]
+    issue = json.dumps(messages)
+    replies = sum(1 for m in messages if m["role"] == "assistant")
+    if replies:
+        return {"content": "Done.", "tool_calls": [{"name": "submit", "arguments": {}}]}
+    record = next(r for r in records() if json.dumps(r["problem_statement"])[1:80] in issue)
+    command = f"cd /testbed && git apply - <<'PGS_GOLD'\n{record['patch']}\nPGS_GOLD"
+    return {
+        "content": "Apply the fix.",
+        "tool_calls": [{"name": "bash", "arguments": {"command": command}}],
+    }
+
+
+def test_batch_with_a_model_that_applies_gold_then_eval(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with ScriptedServer(gold_policy) as server:
+        code = main(
+            [
+                "batch",
+                "--instances",
+                str(RECORDS),
+                "--repos-dir",
+                str(REPOS),
+                "--output-dir",
+                str(out),
+                "--model",
+                "scripted",
+                "--base-url",
+                server.url,
+                "--feedback",
+                "none",
+                "--workers",
+                "2",
+            ]
+        )
+    assert code == 0
+    preds = json.loads((out / "preds.json").read_text())
+    assert len(preds) == 8 and all(p["model_patch"] for p in preds.values())
+    code = main(
+        [
+            "eval",
+            "--predictions",
+            str(out / "preds.json"),
+            "--instances",
+            str(RECORDS),
+            "--repos-dir",
+            str(REPOS),
+            "--report-dir",
+            str(tmp_path / "report"),
+            "--run-id",
+            "b",
+            "--workers",
+            "2",
+        ]
+    )
+    assert code == 0
+    summary = json.loads((tmp_path / "report" / "scripted.b.json").read_text())
+    assert summary["resolved_instances"] == 8, summary["errors"]
