@@ -97,7 +97,11 @@ def add_run_parser(subparsers: Any) -> None:
         "(https://github.com/OWNER/REPO/issues/N: the repository is cloned)",
     )
     run.add_argument(
-        "--config", type=Path, help="YAML file with model/agent/sandbox/tools sections"
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML file with model/agent/sandbox/tools/pgs sections, over the shipped defaults "
+        "(agent/config/default.yaml); repeat it to stack files, later ones win",
     )
     run.add_argument(
         "--output-dir",

@@ -12,9 +12,9 @@ import argparse
 import json
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -24,8 +24,8 @@ from agent.models import ModelConfig
 from agent.pgs.method import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
-
-SandboxConfig = Annotated[DockerSandboxConfig | LocalSandboxConfig, Field(discriminator="type")]
+from envs.registry import SandboxConfig, SandboxTypeError
+from envs.registry import config_class as sandbox_config_class
 
 
 class ConfigError(ValueError):
@@ -171,25 +171,26 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
     return out
 
 
-def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
+def load_config(paths: Path | Sequence[Path] | None, overrides: Mapping[str, Any]) -> RunConfig:
+    """The run's configuration: the defaults (prompts from ``agent/config/default.yaml``), then
+    each file of ``paths`` in order (``--config a.yaml --config b.yaml``: b's keys win, sections
+    merge key by key), then ``overrides`` (the flags)."""
+    if isinstance(paths, str | Path):
+        paths = [Path(paths)]
     data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except OSError as e:
-            raise ConfigError(f"cannot read the config file {path}: {e.strerror}") from None
-        except yaml.YAMLError as e:
-            raise ConfigError(f"the config file {path} is not valid YAML{_yaml_where(e)}") from None
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"the config file {path} must hold a mapping of sections")
-        data = loaded
+    for path in paths or []:
+        data = merge(data, _read_config_file(Path(path)))
+    sources = ", ".join(str(p) for p in paths or []) or "flags"
     data = merge(data, overrides)
     # Switching the sandbox kind keeps only the fields that kind has.
     sandbox = data.get("sandbox") or {}
     if isinstance(sandbox, dict) and "type" not in sandbox:  # `--image X` alone means docker
         sandbox = data["sandbox"] = {"type": "docker", **sandbox}
-    if isinstance(sandbox, dict) and sandbox.get("type") == "local":
-        allowed = set(LocalSandboxConfig.model_fields)
+    if isinstance(sandbox, dict) and isinstance(sandbox.get("type"), str):
+        try:  # a built-in kind or a user's class (envs/registry.py)
+            allowed = set(sandbox_config_class(sandbox["type"]).model_fields)
+        except SandboxTypeError as e:
+            raise ConfigError(f"bad configuration: sandbox.type: {e}") from None
         dropped = {k for k in sandbox if k not in allowed and k in overrides.get("sandbox", {})}
         data["sandbox"] = {k: v for k, v in sandbox.items() if k not in dropped}
     if "name" not in (data.get("model") or {}):
@@ -197,7 +198,19 @@ def load_config(path: Path | None, overrides: Mapping[str, Any]) -> RunConfig:
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(e, source=str(path or "flags"))) from None
+        raise ConfigError(describe_validation_error(e, source=sources)) from None
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as e:
+        raise ConfigError(f"cannot read the config file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"the config file {path} is not valid YAML{_yaml_where(e)}") from None
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"the config file {path} must hold a mapping of sections")
+    return loaded
 
 
 def _yaml_where(error: yaml.YAMLError) -> str:

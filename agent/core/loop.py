@@ -22,51 +22,21 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.parsing import FormatError, interactive_refusal, parse_text_action
+from agent.core.prompts import default_prompt
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
 from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
 from envs.sandbox import CommandResult, Sandbox
 
-SYSTEM_TEMPLATE = """\
-You are a careful software engineer working in a git repository at {{ repo_path }}.
-You fix the issue you are given by exploring the code, editing files and running commands.
-Every command runs in a fresh shell in {{ repo_path }}: `cd` and `export` do not carry over.
-Interactive programs (vim, less, a bare python) are not available.
-{% if not function_calling %}
-Reply with your reasoning, then exactly ONE command in a fenced block:
+SYSTEM_TEMPLATE = default_prompt("agent", "system_template")
 
-```bash
-the command
-```
+INSTANCE_TEMPLATE = default_prompt("agent", "instance_template")
 
-Tools you can run as commands, besides any shell command:
-{{ tool_docs }}
-{% endif %}
-When the issue is fixed, run `submit`.
-"""
+OBSERVATION_TEMPLATE = default_prompt("agent", "observation_template")
 
-INSTANCE_TEMPLATE = """\
-<issue>
-{{ problem_statement }}
-</issue>
+FORMAT_ERROR_TEMPLATE = default_prompt("agent", "format_error_template")
 
-Fix this issue in the repository at {{ repo_path }} with as small a change as possible to the
-non-test files. First find and reproduce the problem, then edit the code, then check your fix,
-then submit.
-"""
-
-OBSERVATION_TEMPLATE = """\
-{% if output %}{{ output }}{% else %}(no output; exit code {{ exit_code }}){% endif %}
-{% if timed_out %}
-The command was stopped after {{ timeout }} s. Run something faster, or in smaller parts.
-{% endif %}"""
-
-FORMAT_ERROR_TEMPLATE = """\
-Your reply could not be used: {{ error }}
-{% if function_calling %}Call exactly one tool.{% else %}Reply with your reasoning and exactly \
-one fenced ```bash block holding one command.{% endif %}"""
-
-ELIDED_TEMPLATE = "Old output of this command omitted ({{ lines }} lines)."
+ELIDED_TEMPLATE = default_prompt("agent", "elided_template")
 
 
 class AgentConfig(BaseModel):
@@ -77,6 +47,7 @@ class AgentConfig(BaseModel):
     instance_template: str = INSTANCE_TEMPLATE
     observation_template: str = OBSERVATION_TEMPLATE
     format_error_template: str = FORMAT_ERROR_TEMPLATE
+    elided_template: str = ELIDED_TEMPLATE
     step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
     time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
     command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")
@@ -429,7 +400,7 @@ class Agent:
             }
             if i in old:
                 lines = m["content"].count("\n") + 1
-                msg["content"] = self.render(ELIDED_TEMPLATE, {"lines": lines})
+                msg["content"] = self.render(self.config.elided_template, {"lines": lines})
             out.append(msg)
         return out
 

@@ -41,6 +41,7 @@ from typing import Any, Literal, Protocol
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.core.prompts import default_prompt
 from agent.models import OPENAI_DEFAULT_BASE_URL, ModelConfig
 from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 
@@ -431,60 +432,12 @@ def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounte
 #: strategy of its category. Variables: round, rounds, category, label, nodeid, rule, input,
 #: has_example, has_rule, explicit, kind, regressed, returned, exception, trace_lines,
 #: duration, issue_example, rerun.
-PROPERTY_TEMPLATE = """\
-Round {{ round }} of {{ rounds }}. \
-{% if category == "property_violation" %}Property violated: {{ rule }}
-{% elif has_rule %}{{ label|capitalize }}. Rule: {{ rule }}
-{% else %}{{ label|capitalize }}.
-{% endif %}
-{% if not nodeid.startswith("<") %}
-Test: {{ nodeid }}
-{% endif %}
-{% if has_example %}
-Input{% if explicit %} (from the issue){% endif %}: {{ input }}
-{% endif %}
-{% if returned %}
-Got: {{ returned }}
-{% endif %}
-{% if exception and category != "timeout" %}
-Raised: {{ exception }}
-{% endif %}
-{% if trace_lines %}
-Trace:
-{% for line in trace_lines %}
-  {{ line }}
-{% endfor %}
-{% endif %}
-{% if issue_example %}
-The issue's own example also fails: {{ issue_example }}
-{% endif %}
-{% set subject = "this input" if has_example else "this test" %}
-{% if regressed or (category == "wrong_answer" and kind != "issue") %}
-This passed before your change and fails now: keep that behaviour while fixing the issue.
-{% elif category == "property_violation" %}
-Make the rule hold for every valid input, not only {{ subject }}.
-{% elif category == "wrong_answer" %}
-This is not the result the issue expects: fix the logic.
-{% elif category == "runtime_error" %}
-Your code crashed on {{ subject }}: fix the faulty assumption.
-{% elif category == "timeout" %}
-Too slow on {{ subject }}{% if duration %} (stopped after {{ "%.1f"|format(duration) }} s)\
-{% endif %}: use a faster algorithm.
-{% endif %}
-{% if rerun %}
-Rerun it alone: {{ rerun }}
-{% endif %}
-Change the code, not the tests, then submit again.
-"""
+PROPERTY_TEMPLATE = default_prompt("pgs", "property_template")
 
 #: io feedback (Self-Edit's execution feedback): the first failing test, its raw pytest output
 #: (input, expected and actual as pytest shows them), and Self-Edit's instruction.
 #: Variables: round, rounds, nodeid, output, category.
-IO_TEMPLATE = """\
-Round {{ round }} of {{ rounds }}: {{ nodeid }} failed. Its pytest output:
-{{ output }}
-Rewrite the code so that this test passes.
-"""
+IO_TEMPLATE = default_prompt("pgs", "io_template")
 
 _ENV = jinja2.Environment(
     undefined=jinja2.StrictUndefined,

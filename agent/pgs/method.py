@@ -46,7 +46,13 @@ from agent.pgs.check import (
     run_pytest,
     validate_properties,
 )
-from agent.pgs.feedback import TokenCounter, render_feedback, select_failure
+from agent.pgs.feedback import (
+    IO_TEMPLATE,
+    PROPERTY_TEMPLATE,
+    TokenCounter,
+    render_feedback,
+    select_failure,
+)
 from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from envs.sandbox import Sandbox
@@ -107,6 +113,10 @@ class PGSConfig(BaseModel):
     test_cmd: str | None = Field(
         default=None, description="the repository's test command (default: related test files)"
     )
+    property_template: str = Field(
+        default=PROPERTY_TEMPLATE, description="the feedback message of the property modes"
+    )
+    io_template: str = Field(default=IO_TEMPLATE, description="the feedback message of io mode")
     tester: TesterConfig = Field(default_factory=TesterConfig)
     check: CheckSettings = Field(default_factory=CheckSettings)
 
@@ -283,6 +293,7 @@ class PGS:
             mode,
             self.feedback_sent,
             self.config.rounds,
+            template=self.config.io_template if mode == "io" else self.config.property_template,
             rerun=self.rerun_command(selection.result),
         )
         round_record["selection"] = selection.model_dump()

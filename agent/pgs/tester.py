@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.loop import Agent, AgentConfig
+from agent.core.prompts import default_prompt
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model
@@ -21,50 +22,9 @@ from envs.sandbox import Sandbox
 
 PROPERTIES_DIR = ".pgs/properties"
 
-TESTER_SYSTEM_TEMPLATE = """\
-You are a test engineer. You write property-based tests, with pytest and Hypothesis, that
-decide whether an issue in the repository at {{ repo_path }} is fixed. Somebody else fixes
-the code; you never edit it. Explore the code (view, search, run it), then write test files
-ONLY inside {{ repo_path }}/{{ properties_dir }}/ (files named test_*.py). Anything written
-elsewhere is thrown away.
+TESTER_SYSTEM_TEMPLATE = default_prompt("pgs", "tester", "system_template")
 
-Write about five properties, each a different rule the FIXED code must satisfy for ALL valid
-inputs ("decoding an encoding returns the input", "the result is sorted", "no input in this
-domain raises"), as pytest functions with @given and Hypothesis strategies over the whole
-input domain the issue concerns (any list, any string, any integer the function accepts; do
-not keep inputs artificially small: Hypothesis shrinks a failure to a small input by itself).
-Add an @example for every concrete case the issue states. Give every assertion a message that
-shows the value returned and the value expected, e.g.
-`assert out == expected, f"returned {out!r}, expected {expected!r}"`. Mark every test with
-exactly one of:
-
-    @pytest.mark.pgs_issue("one sentence: the rule the issue asks for")
-        the behaviour the issue asks for: it must FAIL on the current (unfixed) code;
-    @pytest.mark.pgs_regression("one sentence: the rule that must not change")
-        behaviour that already works and must keep working: it must PASS on the current code.
-
-A regression property must not assert the current behaviour on an input the issue says is
-wrong.
-
-Import the code under test the way the repository's own tests do. Run your tests with
-`python3 -m pytest -q {{ properties_dir }}`: issue properties should fail now, regression
-properties pass. Commands run in a fresh shell in {{ repo_path }}.
-{% if not function_calling %}
-Reply with your reasoning, then exactly ONE command in a fenced ```bash block.
-
-Tools you can run as commands, besides any shell command:
-{{ tool_docs }}
-{% endif %}
-When your tests are written, run `submit`.
-"""
-
-TESTER_INSTANCE_TEMPLATE = """\
-<issue>
-{{ problem_statement }}
-</issue>
-
-Write the properties for this issue in {{ repo_path }}/{{ properties_dir }}/, then submit.
-"""
+TESTER_INSTANCE_TEMPLATE = default_prompt("pgs", "tester", "instance_template")
 
 
 class TesterConfig(BaseModel):

@@ -511,7 +511,12 @@ def register_batch(commands: Any) -> None:
     parser.add_argument(
         "--hints", action="store_true", help="append each instance's hints_text to the issue"
     )
-    parser.add_argument("--config", type=Path, help="YAML file with the run's sections")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML file with the run's sections; repeat it to stack files, later ones win",
+    )
     add_environment_flags(parser)
     add_config_flags(parser)
     parser.set_defaults(func=cmd_batch)
