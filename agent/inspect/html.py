@@ -30,7 +30,7 @@ import jinja2
 import markupsafe
 
 from agent.core.trajectory import write_atomic
-from agent.inspect.load import load_batch
+from agent.inspect.batch import load_batch
 from agent.inspect.model import Batch, Diff, FileDiff, Trajectory
 
 TEMPLATES = Path(__file__).with_name("templates")

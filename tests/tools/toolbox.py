@@ -12,7 +12,8 @@ import pytest
 from agent.core.tools import Toolset
 from envs.sandbox import CommandResult, Sandbox
 
-SANDBOX_KINDS = ["local", "docker"]
+#: Fixture params: the Docker one carries the ``docker`` mark, so ``-m "not docker"`` skips it.
+SANDBOX_KINDS = ["local", pytest.param("docker", marks=pytest.mark.docker)]
 
 
 @contextmanager

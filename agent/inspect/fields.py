@@ -1,0 +1,105 @@
+"""Readers shared by the inspector's loaders: lenient field conversions and reading JSON.
+
+A foreign or older file may hold any JSON where a field is expected: these return a value of
+the expected type or None (an empty dict or list), never raise. Only :func:`read_json` raises,
+:class:`InspectError`, for a file that cannot be read or is not JSON.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from agent.inspect.model import Usage
+
+#: What the three kinds of PATH look like, for error messages.
+KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"
+TRAJ_KEYS = ("trajectory", "history", "info")
+
+
+class InspectError(ValueError):
+    """A PATH that cannot be inspected; the message says what to pass instead."""
+
+
+def as_text(value: Any) -> str:
+    """A message content or a field as text: strings as they are, lists of parts joined."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in value]
+        return "\n".join(str(p) for p in parts)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def as_float(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def as_int(value: Any) -> int | None:
+    number = as_float(value)
+    return None if number is None else int(number)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    """A dict, or a JSON object held in a string (SWE-agent writes ``replay_config`` so)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            try:  # older SWE-agent states: a Python dict's repr
+                parsed = ast.literal_eval(value)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return {}
+        return parsed if isinstance(parsed, dict) else {}
+    return {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def read_usage(stats: Any) -> Usage | None:
+    """Tokens and cost from a ``model_stats``-like dict (ours, SWE-agent's, OpenAI's usage)."""
+    if not isinstance(stats, dict):
+        return None
+    usage = Usage(
+        tokens_sent=as_int(stats.get("tokens_sent", stats.get("prompt_tokens"))),
+        tokens_received=as_int(stats.get("tokens_received", stats.get("completion_tokens"))),
+        cost=as_float(stats.get("instance_cost", stats.get("cost"))),
+        api_calls=as_int(stats.get("api_calls")),
+    )
+    if usage == Usage():
+        return None
+    return usage
+
+
+def read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InspectError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise InspectError(f"{path} is not a text file: pass {KINDS}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InspectError(f"{path} is not JSON ({e}): pass {KINDS}") from None
+
+
+def is_trajectory(data: Any) -> TypeGuard[dict[str, Any]]:
+    """Whether a file's JSON has the shape of a trajectory (one of :data:`TRAJ_KEYS`)."""
+    return isinstance(data, dict) and any(key in data for key in TRAJ_KEYS)
+
+
+def is_demo(message: dict[str, Any]) -> bool:
+    """A demonstration in SWE-agent's history (not part of the run)."""
+    return message.get("is_demo") in (True, "True", "true")
