@@ -2,6 +2,11 @@
 
 Tests that need Docker skip on a developer machine without it, and FAIL when CI=true: CI
 must never go green by skipping the sandbox.
+
+Every test that starts Docker carries the ``docker`` marker (a test using the Docker fixtures
+gets it here), so ``pytest -m "not docker"`` is the fast unit run. That run points DOCKER_HOST
+at nothing: an unmarked test that reaches for Docker fails there instead of passing slowly, so
+the marker stays true (.ci/test runs the unit run first).
 """
 
 from __future__ import annotations
@@ -19,6 +24,22 @@ from envs.errors import DockerUnavailable
 from tests.repos import make_repo
 
 IN_CI = os.environ.get("CI") == "true"
+#: Fixtures that need the daemon; a test using any of them (directly or through another
+#: fixture) is a Docker test.
+DOCKER_FIXTURES = {"docker_client", "base_image"}
+NO_DOCKER = "unix:///nonexistent/pgs-unit-run-has-no-docker.sock"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
+        os.environ["DOCKER_HOST"] = NO_DOCKER
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.docker)
 
 # In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw.
 settings.register_profile("ci", derandomize=True, database=None)
@@ -40,6 +61,8 @@ def small_repo(tmp_path: Path) -> Path:
 def _need_docker() -> Any:
     from envs.docker_util import docker_client
 
+    if os.environ.get("DOCKER_HOST") == NO_DOCKER:
+        pytest.fail("this test uses Docker: mark it @pytest.mark.docker (pytest -m 'not docker')")
     try:
         return docker_client()
     except DockerUnavailable as e:
