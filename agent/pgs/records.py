@@ -1,0 +1,176 @@
+"""What PGS records in a trajectory, under its ``pgs`` key: one :class:`PGSRecord`.
+
+:class:`agent.pgs.method.PGS` builds the record and writes it with ``model_dump(mode="json")``;
+every other module reads it with :meth:`PGSRecord.model_validate` (or
+:meth:`PGSRecord.from_trajectory`), never by key. The JSON is the one written before these
+models existed, key for key:
+
+- ``mode``, ``verdict``, ``verdict_reason``; ``tester_error`` only when the Tester failed;
+- ``properties``: ``{path: text}`` of the Tester's last set;
+- ``validation``: the last set on the original code (:class:`ValidationRecord`);
+- ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
+- ``rounds``: one :class:`RoundRecord` per checked candidate;
+- ``tester``, ``tester_2``, ...: each Tester conversation (:class:`TesterConversation`), kept
+  as extra keys of the record (:meth:`PGSRecord.conversations`).
+
+Reading is tolerant: unknown keys are kept (and written back), missing ones take defaults, so
+a ``.traj`` written by an older pgs loads (``{"mode": "none"}`` is the whole record of a run
+without PGS). Keys the old records left out until they had a value are left out the same way
+(:attr:`Record.omitted_when_empty`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
+
+from agent.core.trajectory import Trajectory
+from agent.pgs.report import CheckReport, FailingInput, TestResult
+
+FeedbackMode = Literal["none", "io", "property", "property-min"]
+Verdict = Literal["passed", "tests-only", "unchecked", "failed"]
+#: The keys of the Tester's conversations in a record: ``tester``, ``tester_2``, ...
+CONVERSATION_KEY = re.compile(r"tester(_\d+)?")
+
+
+class Record(BaseModel):
+    """A part of the PGS record: extra keys kept, fields in :attr:`omitted_when_empty` left
+    out of the JSON while None (or an empty list), as the dict records did."""
+
+    model_config = ConfigDict(extra="allow")
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _leave_out_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self.omitted_when_empty:
+            if name in data and (data[name] is None or data[name] == []):
+                del data[name]
+        return data
+
+
+class DroppedProperty(Record):
+    """A property validation dropped, and why."""
+
+    nodeid: str = ""
+    reason: str = ""
+
+
+class ValidationRecord(Record):
+    """The Tester's last set of properties run on the original code."""
+
+    omitted_when_empty = ("report", "filter", "note")
+    kept: list[str] = Field(default_factory=list, description="node ids of the kept properties")
+    dropped: list[DroppedProperty] = Field(default_factory=list)
+    report: CheckReport | None = Field(None, description="the run on the original code")
+    filter: bool | None = Field(None, description="False: the ablation without filtering")
+    note: str | None = Field(None, description="e.g. 'no properties', 'io: no Tester'")
+
+
+class TesterTurn(Record):
+    """One Tester conversation: why it ran, the files it left, what validation kept."""
+
+    key: str = Field("", description="where its conversation is stored: tester, tester_2, ...")
+    why: str = Field("", description="first, retry or probe")
+    properties: list[str] = Field(default_factory=list, description="the property files")
+    kept: list[str] = Field(default_factory=list)
+    dropped: list[DroppedProperty] = Field(default_factory=list)
+
+
+class TesterConversation(Record):
+    """A Tester conversation, stored like a trajectory's own steps."""
+
+    trajectory: list[dict[str, Any]] = Field(default_factory=list)
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class ProbeRecord(Record):
+    """A fresh probe: the kept properties it added."""
+
+    new_kept: list[str] = Field(default_factory=list)
+
+
+class SelectionRecord(Record):
+    """The failure fed back (:class:`agent.pgs.feedback.Selection` as recorded; older records
+    may lack fields, e.g. ``chosen``)."""
+
+    result: TestResult | None = None
+    chosen: FailingInput | None = None
+    category: str | None = None
+    mode: str | None = None
+    input: str | None = None
+    tokens: int | None = None
+    counter: str | None = None
+    candidates: int | None = None
+    why: str = ""
+    issue_example: str | None = None
+
+
+class RoundRecord(Record):
+    """One checked candidate: its patch, the check's report and verdict, the feedback sent."""
+
+    omitted_when_empty = (
+        "probes",
+        "report",
+        "failures",
+        "verdict",
+        "note",
+        "selection",
+        "feedback",
+    )
+    round: int = Field(0, description="1 for the first candidate")
+    patch: str = ""
+    probes: list[ProbeRecord] = Field(default_factory=list)
+    report: CheckReport | None = None
+    failures: int | None = Field(None, description="failing tests in the report")
+    verdict: Verdict | None = None
+    note: str | None = Field(None, description="why no feedback was sent, or the run ended")
+    selection: SelectionRecord | None = None
+    feedback: str | None = Field(None, description="the message sent to the Generator")
+
+
+class PGSRecord(Record):
+    """Everything PGS did in one run (the trajectory's ``pgs`` key)."""
+
+    omitted_when_empty = ("tester_error",)
+    mode: FeedbackMode = "none"
+    rounds: list[RoundRecord] = Field(default_factory=list)
+    properties: dict[str, str] | None = Field(
+        None, description="{path: text} of the Tester's last set (None: never recorded)"
+    )
+    validation: ValidationRecord | None = None
+    tester_turns: list[TesterTurn] = Field(default_factory=list)
+    verdict: Verdict = "unchecked"
+    verdict_reason: str | None = None
+    tester_error: str | None = Field(None, description="why the Tester failed, if it did")
+
+    @classmethod
+    def from_trajectory(cls, trajectory: Trajectory) -> PGSRecord:
+        """The record of a run (a default one, mode ``none``, when it has none)."""
+        return cls.model_validate(trajectory.extra.get("pgs") or {})
+
+    def feedback_rounds(self) -> list[RoundRecord]:
+        """The rounds that sent feedback to the Generator."""
+        return [r for r in self.rounds if r.feedback]
+
+    def conversations(self) -> dict[str, TesterConversation]:
+        """The Tester's conversations by key (``tester``, ``tester_2``, ...)."""
+        return {
+            key: TesterConversation.model_validate(value)
+            for key, value in (self.model_extra or {}).items()
+            if CONVERSATION_KEY.fullmatch(key) and isinstance(value, dict)
+        }
+
+    def set_conversation(self, key: str, conversation: TesterConversation) -> None:
+        if not CONVERSATION_KEY.fullmatch(key):
+            raise ValueError(f"not a Tester conversation key: {key!r}")
+        setattr(self, key, conversation.model_dump(mode="json"))
