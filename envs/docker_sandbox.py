@@ -30,13 +30,14 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from envs.channel import HelperSandbox, helper_source
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
+from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
 
 HELPER_PATH = "/tmp/pgs_helper.py"
@@ -44,10 +45,11 @@ HELPER_PATH = "/tmp/pgs_helper.py"
 logger = logging.getLogger(__name__)
 
 
-class DockerSandboxConfig(BaseModel):
+class DockerSandboxConfig(SandboxSettings):
     """A Docker container per task; see the module docstring for what is enforced."""
 
     model_config = ConfigDict(extra="forbid")
+    takes_image: ClassVar[bool] = True
     type: Literal["docker"] = "docker"
     image: str | None = Field(
         None, description="image to start; None: the repository's image (`pgs env build`)"
@@ -64,6 +66,9 @@ class DockerSandboxConfig(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     python: str = Field("python3", description="interpreter in the image that runs the helper")
     startup_timeout: float = Field(60.0, gt=0, description="seconds to wait for the helper")
+
+    def image_tag(self) -> str | None:
+        return self.image
 
 
 class _SocketChannel:
@@ -139,6 +144,13 @@ class DockerSandbox(HelperSandbox):
     """
 
     home = "/root"
+    config_class = DockerSandboxConfig
+
+    @classmethod
+    def from_config(cls, config: DockerSandboxConfig, *, repo: Path, run_id: str) -> DockerSandbox:
+        """The registry's way in (:mod:`envs.registry`): the repository is not copied here;
+        pgs copies it when the image does not hold it."""
+        return cls(config, run_id=run_id)
 
     def __init__(
         self, config: DockerSandboxConfig, *, repo: Path | None = None, run_id: str | None = None

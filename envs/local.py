@@ -14,19 +14,21 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from envs.channel import HelperSandbox, helper_source
 from envs.errors import NotAGitRepository
+from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
 
 
-class LocalSandboxConfig(BaseModel):
+class LocalSandboxConfig(SandboxSettings):
     """Run on the host in a temporary copy of the repository (no isolation)."""
 
     model_config = ConfigDict(extra="forbid")
+    copies_repo: ClassVar[bool] = True
     type: Literal["local"] = "local"
     timeout: float = Field(DEFAULT_TIMEOUT, description="default time limit per command (s)")
     max_output: int = Field(DEFAULT_MAX_OUTPUT, description="bytes of output kept per command")
@@ -72,6 +74,13 @@ class _PipeChannel:
 
 
 class LocalSandbox(HelperSandbox):
+    config_class = LocalSandboxConfig
+
+    @classmethod
+    def from_config(cls, config: LocalSandboxConfig, *, repo: Path, run_id: str) -> LocalSandbox:
+        """The registry's way in (:mod:`envs.registry`)."""
+        return cls(repo, config)
+
     def __init__(self, repo: Path, config: LocalSandboxConfig | None = None) -> None:
         config = config or LocalSandboxConfig()
         super().__init__(timeout=config.timeout, max_output=config.max_output, env=config.env)
