@@ -41,10 +41,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.docker)
 
+
 # In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw.
 settings.register_profile("ci", derandomize=True, database=None)
 if IN_CI:
     settings.load_profile("ci")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reaches a hosted model: a key or base URL in the developer's shell is dropped."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.core.test_loop import BUGGY, call, hidden_tests_pass, last_message, run_agent
 from tests.repos import make_repo
+from tests.support.textutil import BUGGY, call, hidden_tests_pass, last_message, run_agent
 
 pytestmark = pytest.mark.docker
 

@@ -98,9 +98,8 @@ def test_a_feedback_template_from_a_file_reaches_the_message(tmp_path: Path) -> 
 
 
 def test_pgs_run_with_two_stacked_config_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
     base = write(
         tmp_path / "base.yaml",

@@ -10,148 +10,46 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from agent.cli import main
-from agent.core.config import load_config, merge
-from agent.core.loop import RunResult
 from agent.core.run import check_repo, load_issue, output_paths, run_task
-from agent.models.scripted import ScriptedServer, ScriptSource
+from agent.models.scripted import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import git, make_repo
-
-pytestmark = pytest.mark.docker
+from tests.support.textutil import (
+    BUGGY,
+    CHECK,
+    FIX,
+    FIX_STEPS,
+    ISSUE,
+    MODEL,
+    SUBMIT,
+    bash,
+    call,
+    cli_error,
+    closed_port,
+    config_for,
+    hidden_tests_pass,
+    last_message,
+    run_agent,
+    run_argv,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PGS = [sys.executable, "-m", "agent.cli"]
-MODEL = "scripted"
-FAST_RETRIES = {"attempts": 3, "min_wait": 0.01, "max_wait": 0.05}
-
-ISSUE = (
-    "shout() does not shout\n\n`shout('hi')` returns `'hi!'`; its docstring says it upper-cases "
-    "the text, so it must return `'HI!'`."
-)
-BUGGY = {
-    "textutil.py": (
-        "def shout(text):\n"
-        '    """``text`` upper-cased, with one "!" after it."""\n'
-        '    return text.lower() + "!"\n'
-    ),
-    "tests/test_textutil.py": (
-        "from textutil import shout\n\n\ndef test_shout_adds_one_bang():\n"
-        "    assert shout('').endswith('!')\n"
-    ),
-    "README.md": "text helpers\n",
-}
-#: The tests the agent never sees; the patch must make them pass.
-HIDDEN = (
-    "from textutil import shout\n\n\ndef test_shout_upper_cases():\n"
-    "    assert shout('hi') == 'HI!'\n"
-)
-
-CHECK = "python3 -c 'from textutil import shout; print(shout(\"hi\"))'"
-
-
-def call(name: str, content: str = "", **arguments: Any) -> dict[str, Any]:
-    return {"content": content, "tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-def bash(command: str, content: str = "") -> dict[str, Any]:
-    return call("bash", content, command=command)
-
-
-VIEW = call("str_replace_editor", "Read the code.", command="view", path="/repo/textutil.py")
-FIX = call(
-    "str_replace_editor",
-    "It lower-cases; the docstring says upper.",
-    command="str_replace",
-    path="/repo/textutil.py",
-    old_str="text.lower()",
-    new_str="text.upper()",
-)
-SUBMIT = call("submit", "Fixed and checked.")
-FIX_STEPS = [VIEW, FIX, bash(CHECK, "Check the fix."), SUBMIT]
-
-
-@dataclass
-class Run:
-    result: RunResult
-    requests: list[dict[str, Any]]
-    paths: dict[str, Path]
-
-    @property
-    def traj(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.paths["traj"].read_text())
-        return data
-
-
-@pytest.fixture(autouse=True)
-def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "textutil", BUGGY)
-
-
-def config_for(url: str, image: str, overrides: Mapping[str, Any] | None = None) -> Any:
-    base = {
-        "model": {
-            "name": MODEL,
-            "base_url": url,
-            "prices": {MODEL: [0.0, 0.0]},
-            "retries": FAST_RETRIES,
-        },
-        "sandbox": {"image": image},
-        "pgs": {"feedback": "none"},  # the Generator alone; PGS has its own tests
-    }
-    return load_config(None, merge(base, overrides or {}))
-
-
-def run_agent(
-    repo: Path,
-    script: ScriptSource,
-    image: str,
-    out: Path,
-    overrides: Mapping[str, Any] | None = None,
-) -> Run:
-    with ScriptedServer(script) as server:
-        task = load_issue(ISSUE, check_repo(repo, allow_dirty=False))
-        result = run_task(task, config_for(server.url, image, overrides), out)
-        return Run(result, server.requests, output_paths(out, task.instance_id))
-
-
-def hidden_tests_pass(repo: Path, patch: str, dest: Path) -> bool:
-    """Apply ``patch`` to a fresh clone of ``repo`` and run the hidden tests and its own."""
-    subprocess.run(["git", "clone", "-q", str(repo), str(dest)], check=True)
-    if patch:
-        subprocess.run(["git", "apply", "-"], cwd=dest, input=patch, text=True, check=True)
-    (dest / "hidden_tests").mkdir()
-    (dest / "hidden_tests" / "test_hidden.py").write_text(HIDDEN)
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", "hidden_tests"],
-        cwd=dest,
-        capture_output=True,
-        text=True,
-    )
-    return done.returncode == 0
-
-
-def last_message(request: dict[str, Any]) -> dict[str, Any]:
-    message: dict[str, Any] = request["messages"][-1]
-    return message
 
 
 def our_containers(docker_client: Any, pid: int) -> set[str]:
@@ -555,37 +453,6 @@ def test_api_key_never_reaches_the_output_folder_the_terminal_or_the_model(
 # --------------------------------------------------------------------------- the CLI
 
 
-def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """Run ``pgs`` in this process; it must fail with exit 2 and ONE ``pgs: error:`` line."""
-    code = main(list(argv))
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert code == 2, err
-    assert len(lines) == 1 and lines[0].startswith("pgs: error: "), err
-    return lines[0]
-
-
-def run_argv(repo: Path, *extra: str, url: str = "http://127.0.0.1:9/v1") -> list[str]:
-    return [
-        "run",
-        "--repo",
-        str(repo),
-        "--issue",
-        ISSUE,
-        "--model",
-        MODEL,
-        "--base-url",
-        url,
-        "--model.prices",
-        json.dumps({MODEL: [0, 0]}),
-        "--model.retries",
-        json.dumps({"attempts": 1}),
-        "--feedback",
-        "none",
-        *extra,
-    ]
-
-
 def test_cli_rejects_a_missing_repo_and_a_folder_without_git(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -650,13 +517,6 @@ def test_cli_dirty_tree_needs_allow_dirty_and_the_patch_holds_only_the_agent_cha
     # The patch applies on top of the user's tree, which the run left as it was.
     assert git(repo, "status", "--porcelain").split() == ["M", "README.md", "??", "notes.txt"]
     subprocess.run(["git", "apply", "--check", "-"], cwd=repo, input=patch, text=True, check=True)
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def test_cli_unreachable_server_is_one_error_line(

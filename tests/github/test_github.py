@@ -23,9 +23,9 @@ import agent.github.client
 from agent.cli import main
 from agent.core.run import InputError
 from agent.github.client import RetrySettings, parse_issue_url
-from tests.core.test_loop import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
-from tests.core.test_loop import cli_error as _cli_error
 from tests.support.github_fake import FakeGitHub
+from tests.support.textutil import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
+from tests.support.textutil import cli_error as _cli_error
 
 TOKEN = "good-token"
 REPO = "octo/textutil"
