@@ -294,7 +294,7 @@ def _check_hidden_tests(repo: Path, patch: str, hidden: Path) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from agent.inspect.cli import register as register_inspect
-    from agent.models.scripted import register as register_server
+    from agent.cli.serve import register as register_server
     from agent.pgs.compare import register_report
     from agent.swebench.batch import register_batch
     from agent.swebench.evaluate import register_eval

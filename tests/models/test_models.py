@@ -8,6 +8,7 @@ import logging
 import socket
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,15 +24,20 @@ from agent.models import (
     CostLimitExceeded,
     GlobalStats,
     HumanModel,
+    ModelClassError,
     ModelConfig,
     ModelError,
     ModelNotFound,
+    ModelResponse,
+    ModelStats,
     OpenAIModel,
     RateLimited,
+    ReplayModel,
     RetryConfig,
     ServerError,
     Unreachable,
     get_model,
+    get_model_class,
 )
 from agent.models.scripted import ScriptedServer
 
@@ -353,10 +359,79 @@ def test_human_model_reads_a_fenced_block_or_a_tool_line() -> None:
 def test_get_model_picks_by_name() -> None:
     assert isinstance(get_model(ModelConfig(name="human")), HumanModel)
     assert isinstance(get_model(ModelConfig(name="gpt-4o-mini")), OpenAIModel)
+    assert get_model_class(ModelConfig(name="replay")) is ReplayModel
+    assert get_model_class(ModelConfig(name="openai")) is OpenAIModel
+
+
+class EchoModel:
+    """A model of a user's own, named by import path."""
+
+    def __init__(self, config: ModelConfig, global_stats: GlobalStats | None = None) -> None:
+        self.config = config
+        self.global_stats = global_stats
+        self.stats = ModelStats()
+
+    def query(self, messages: list[dict[str, Any]], tools: Any = None) -> ModelResponse:
+        self.stats.api_calls += 1
+        return ModelResponse(content=f"echo: {messages[-1]['content']}")
+
+
+NOT_A_MODEL = 42
+
+
+def test_model_class_names_a_class_by_import_path() -> None:
+    shared = GlobalStats()
+    config = ModelConfig(name="gpt-4o", model_class=f"{__name__}:EchoModel")
+    model = get_model(config, shared)
+    assert type(model) is EchoModel
+    assert (model.config, model.global_stats) == (config, shared)
+    assert model.query(USER).content == "echo: abcdefgh"
+    # A built-in name in model_class wins over the name: a priced model name, replayed.
+    assert get_model_class(ModelConfig(name="gpt-4o", model_class="replay")) is ReplayModel
+
+
+@pytest.mark.parametrize(
+    ("model_class", "expected"),
+    [
+        ("no_such_package.models:Model", "there is no module 'no_such_package'"),
+        ("agent.models.no_such_module:Model", "there is no module 'agent.models.no_such_module'"),
+        (f"{__name__}:NoSuchModel", "has no 'NoSuchModel': check the class name"),
+        (f"{__name__}:NOT_A_MODEL", "NOT_A_MODEL is not a model class"),
+        (f"{__name__}:ModelConfig", "ModelConfig is not a model class"),
+        ("nosuch", "is neither a built-in (openai, human, replay) nor an import path"),
+    ],
+)
+def test_a_bad_model_class_is_one_sentence_naming_what_to_fix(
+    model_class: str, expected: str
+) -> None:
+    with pytest.raises(ModelClassError) as caught:
+        get_model(ModelConfig(name="m", model_class=model_class))
+    message = str(caught.value)
+    assert expected in message and model_class in message
+    assert "\n" not in message
+
+
+def test_a_model_module_that_fails_to_import_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_models.py").write_text("import no_such_dependency\n")
+    (tmp_path / "typo_models.py").write_text("class Model(:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModelClassError, match=r"importing broken_models failed.*no_such_dep"):
+        get_model(ModelConfig(name="m", model_class="broken_models:Model"))
+    with pytest.raises(ModelClassError, match=r"importing typo_models failed \(SyntaxError"):
+        get_model(ModelConfig(name="m", model_class="typo_models:Model"))
+
+
+def test_a_model_class_that_is_no_import_path_fails_in_the_config() -> None:
+    with pytest.raises(ValidationError, match=r"write package\.module:Class"):
+        ModelConfig(name="m", model_class="agent.models.OpenAIModel")
 
 
 def test_public_names_and_the_exception_tree_are_pinned() -> None:
+    import agent.cli.serve
     import agent.models
+    import agent.models.script
     import agent.models.scripted
 
     assert set(agent.models.__all__) == {
@@ -364,17 +439,24 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         *["ModelResponse", "ModelStats", "OpenAIModel", "RetryConfig", "ToolCall", "get_model"],
         *["ModelError", "AuthenticationFailed", "BadRequest", "ContextWindowExceeded"],
         *["CostLimitExceeded", "ModelNotFound", "RateLimited", "ServerError", "Unreachable"],
+        *["MODEL_CLASSES", "ModelClass", "ModelClassError", "ReplayModel", "get_model_class"],
+        "OPENAI_DEFAULT_BASE_URL",
     }
     assert set(agent.models.scripted.__all__) == {
-        *["ErrorReply", "Reply", "Script", "ScriptError", "ScriptedServer", "ScriptedToolCall"],
-        *["count_tokens", "load_script", "main", "parse_step", "register"],
-        "serve_script_command",
+        *["ScriptError", "ScriptSource", "ScriptedServer", "add_arguments", "main", "serve"],
     }
+    assert set(agent.models.script.__all__) == {
+        *["ErrorReply", "Policy", "Reply", "Script", "ScriptError", "ScriptSource", "Step"],
+        *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],
+        "reply_message",
+    }
+    assert set(agent.cli.serve.__all__) == {"register", "serve_script_command"}
     assert issubclass(ModelError, RuntimeError)
     for error in (AuthenticationFailed, ModelNotFound, Unreachable, RateLimited, ServerError):
         assert error.__bases__ == (ModelError,)
     assert ContextWindowExceeded.__bases__ == (BadRequest,)
     assert CostLimitExceeded.__bases__ == (ModelError,)
+    assert ModelClassError.__bases__ == (ModelError,)
 
 
 # --------------------------------------------------------------------------- properties

@@ -21,17 +21,17 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.cli.serve import register
 from agent.models import ModelConfig, OpenAIModel, RetryConfig
-from agent.models.scripted import (
+from agent.models.script import (
     ErrorReply,
     Reply,
-    ScriptedServer,
     ScriptError,
     count_tokens,
     load_script,
     parse_step,
-    register,
 )
+from agent.models.scripted import ScriptedServer
 
 FAST = RetryConfig(attempts=2, min_wait=0.001, max_wait=0.01)
 REPO = Path(__file__).resolve().parents[2]

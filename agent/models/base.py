@@ -1,0 +1,376 @@
+"""The model seam's shared parts: errors, configuration, usage records and the `Model` protocol.
+
+A `Model` answers `query(messages, tools)` with a `ModelResponse` and keeps `ModelStats`
+(SWE-agent's `model_stats` names). Implementations live beside this module (`openai`, `human`,
+`replay`); `agent.models.get_model` picks one.
+
+Errors never escape as another library's exceptions: each implementation translates its own,
+and each message is one sentence that says what to do::
+
+    ModelError(RuntimeError)              exit_status "exit_api" unless noted
+    ├── AuthenticationFailed              401/403: the API key was refused
+    ├── ModelNotFound                     404: the model is not served at that URL
+    ├── Unreachable                       connection refused, DNS or timeout, after retries
+    ├── RateLimited                       429, still after all retries
+    ├── ServerError                       5xx, still after all retries
+    ├── BadRequest                        any other 4xx (never retried)
+    │   └── ContextWindowExceeded         the conversation is too long ("exit_context")
+    ├── CostLimitExceeded                 a cost or call limit was reached ("exit_cost");
+    │                                     raised BEFORE the call, `.limit` names the limit
+    └── ModelClassError                   `model_class` names no usable class (registry)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "DEFAULT_PRICES",
+    "DUMMY_API_KEY",
+    "OPENAI_DEFAULT_BASE_URL",
+    "AuthenticationFailed",
+    "BadRequest",
+    "ContextWindowExceeded",
+    "CostLimitExceeded",
+    "CostLimitName",
+    "GlobalStats",
+    "Model",
+    "ModelClassError",
+    "ModelConfig",
+    "ModelError",
+    "ModelNotFound",
+    "ModelResponse",
+    "ModelStats",
+    "RateLimited",
+    "RetryConfig",
+    "ServerError",
+    "ToolCall",
+    "Unreachable",
+    "check_limits",
+    "is_context_overflow",
+    "is_transient_status",
+    "record_usage",
+]
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DUMMY_API_KEY = "sk-none"
+"""Sent when the key variable is unset: local servers accept any key, OpenAI answers 401."""
+
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    # USD per 1M tokens (input, output), OpenAI list prices as of 2025; override in config.
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "o3": (2.00, 8.00),
+    "o3-mini": (1.10, 4.40),
+    "o4-mini": (1.10, 4.40),
+    "gpt-5": (1.25, 10.00),
+    "gpt-5-mini": (0.25, 2.00),
+    "gpt-5-nano": (0.05, 0.40),
+}
+
+# --------------------------------------------------------------------------- errors
+
+
+class ModelError(RuntimeError):
+    """A model call failed; the message says what to do."""
+
+    exit_status: ClassVar[str] = "exit_api"
+
+
+class AuthenticationFailed(ModelError):
+    """The server refused the API key (HTTP 401 or 403)."""
+
+
+class ModelNotFound(ModelError):
+    """The server does not serve the requested model (HTTP 404)."""
+
+
+class Unreachable(ModelError):
+    """No answer from the server: connection refused, DNS failure or timeout."""
+
+
+class RateLimited(ModelError):
+    """Still rate-limited (HTTP 429) after all retries."""
+
+
+class ServerError(ModelError):
+    """The server kept failing (HTTP 5xx) after all retries."""
+
+
+class BadRequest(ModelError):
+    """The server rejected the request (HTTP 4xx); retrying would not help."""
+
+
+class ContextWindowExceeded(BadRequest):
+    """The conversation no longer fits the model's context window."""
+
+    exit_status: ClassVar[str] = "exit_context"
+
+
+CostLimitName = Literal["per_instance_cost_limit", "total_cost_limit", "per_instance_call_limit"]
+
+
+class CostLimitExceeded(ModelError):
+    """A cost or call limit was reached; raised before the call that would pass it."""
+
+    exit_status: ClassVar[str] = "exit_cost"
+
+    def __init__(self, limit: CostLimitName, value: float, spent: float) -> None:
+        self.limit = limit
+        self.value = value
+        self.spent = spent
+        what = "calls made" if limit == "per_instance_call_limit" else "spent"
+        super().__init__(
+            f"{limit} of {value:g} reached ({spent:g} {what}): "
+            f"raise {limit} in the model config to continue"
+        )
+
+
+class ModelClassError(ModelError):
+    """`model_class` names no class that can be imported; the message says what to fix."""
+
+
+# --------------------------------------------------------------------------- config
+
+
+class RetryConfig(BaseModel):
+    """How transient failures (429, 5xx, connection errors, timeouts) are retried."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(
+        default=5, ge=1, description="Total attempts per query, the first included."
+    )
+    min_wait: float = Field(default=1.0, ge=0, description="Seconds before the first retry.")
+    max_wait: float = Field(
+        default=60.0, ge=0, description="Upper bound on one wait, Retry-After included."
+    )
+
+
+_MODEL_CLASS = re.compile(r"^\w+$|^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
+
+
+class ModelConfig(BaseModel):
+    """Which model to call, where, and how much it may cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(
+        description='Model name sent to the server; "human" reads stdin, "replay" answers '
+        "in-process from model.script."
+    )
+    base_url: str | None = Field(
+        default=None, description="Server base URL; None → $OPENAI_BASE_URL → the OpenAI API."
+    )
+    api_key_env: str = Field(
+        default="OPENAI_API_KEY",
+        description="Name of the environment variable holding the key (the key is never "
+        f"stored); unset → the dummy key {DUMMY_API_KEY!r}, which local servers accept.",
+    )
+    temperature: float | None = Field(default=0.0, description="None → not sent (server default).")
+    top_p: float | None = Field(default=None, description="None → not sent.")
+    max_output_tokens: int | None = Field(default=None, ge=1, description="None → not sent.")
+    function_calling: bool = Field(
+        default=True,
+        description="True: tools are sent as OpenAI functions and the model answers with "
+        "tool calls. False: text mode, tools are never sent (the prompt describes them).",
+    )
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="Model name → (input, output) USD per 1M tokens, merged over "
+        "DEFAULT_PRICES. A model without a price costs 0 (one warning).",
+    )
+    retries: RetryConfig = Field(default_factory=RetryConfig)
+    timeout: float = Field(default=120.0, gt=0, description="Seconds to wait for one HTTP answer.")
+    per_instance_cost_limit: float = Field(
+        default=3.0, ge=0, description="USD per instance; 0 = none."
+    )
+    total_cost_limit: float = Field(
+        default=0.0, ge=0, description="USD across a batch (shared GlobalStats); 0 = none."
+    )
+    per_instance_call_limit: int = Field(
+        default=0, ge=0, description="Calls per instance; 0 = none."
+    )
+    model_class: str | None = Field(
+        default=None,
+        description="The model implementation, over the choice made by name: a built-in "
+        "(openai, human, replay) or an import path package.module:Class, constructed as "
+        "Class(config, global_stats).",
+    )
+    script: str | None = Field(
+        default=None,
+        description="For the replay model: the script it answers from, as for serve-script: "
+        "steps (.yaml/.json), a policy (file.py, module:function) or a .traj to replay.",
+    )
+
+    @field_validator("model_class")
+    @classmethod
+    def _import_path_shape(cls, value: str | None) -> str | None:
+        if value is not None and not _MODEL_CLASS.match(value):
+            raise ValueError(
+                f"{value!r} is neither a built-in model name nor an import path: write "
+                "package.module:Class"
+            )
+        return value
+
+    def resolved_base_url(self) -> str:
+        """The base URL actually used."""
+        return (
+            self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
+        ).rstrip("/")
+
+    def price(self) -> tuple[float, float] | None:
+        """(input, output) USD per 1M tokens for this model, or None when unknown."""
+        table = {**DEFAULT_PRICES, **self.prices}
+        for candidate in _name_variants(self.name):
+            if candidate in table:
+                return table[candidate]
+        return None
+
+
+def _name_variants(name: str) -> list[str]:
+    """`openai/gpt-4o-2024-08-06` is priced as `gpt-4o` when no exact entry exists."""
+    bare = name.rsplit("/", 1)[-1]
+    undated = re.sub(r"-\d{4}-\d{2}-\d{2}$", "", bare)
+    return list(dict.fromkeys([name, bare, undated]))
+
+
+# --------------------------------------------------------------------------- results
+
+
+class ModelStats(BaseModel):
+    """Per-instance usage, written to a trajectory's `info.model_stats`."""
+
+    instance_cost: float = 0.0
+    tokens_sent: int = 0
+    tokens_received: int = 0
+    api_calls: int = 0
+
+
+class GlobalStats:
+    """Cost across all instances of a batch; share one object between their models."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.total_cost = 0.0
+        self.api_calls = 0
+
+    def add(self, cost: float) -> None:
+        with self._lock:
+            self.total_cost += cost
+            self.api_calls += 1
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call from the model. `arguments` is `raw_arguments` parsed; when that is not a
+    JSON object, `arguments` is empty and `error` says why (for format-error feedback)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, id: str, name: str, raw_arguments: str) -> ToolCall:
+        try:
+            parsed = json.loads(raw_arguments) if raw_arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return cls(id, name, {}, raw_arguments, f"arguments are not valid JSON: {exc}")
+        if not isinstance(parsed, dict):
+            return cls(id, name, {}, raw_arguments, "arguments must be a JSON object")
+        return cls(id, name, parsed, raw_arguments)
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One answer: text content, tool calls, token usage and cost in USD."""
+
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tokens_sent: int = 0
+    tokens_received: int = 0
+    cost: float = 0.0
+    finish_reason: str | None = None
+
+    def message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation (OpenAI format)."""
+        msg: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            msg["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.raw_arguments},
+                }
+                for call in self.tool_calls
+            ]
+        return msg
+
+
+class Model(Protocol):
+    """What the loop needs from a model."""
+
+    stats: ModelStats
+
+    def query(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelResponse: ...
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+def check_limits(config: ModelConfig, stats: ModelStats, global_stats: GlobalStats) -> None:
+    """Raise CostLimitExceeded when the next call would start past a limit of `config`."""
+    if config.per_instance_cost_limit and stats.instance_cost >= config.per_instance_cost_limit:
+        raise CostLimitExceeded(
+            "per_instance_cost_limit", config.per_instance_cost_limit, stats.instance_cost
+        )
+    if config.total_cost_limit and global_stats.total_cost >= config.total_cost_limit:
+        raise CostLimitExceeded(
+            "total_cost_limit", config.total_cost_limit, global_stats.total_cost
+        )
+    if config.per_instance_call_limit and stats.api_calls >= config.per_instance_call_limit:
+        raise CostLimitExceeded(
+            "per_instance_call_limit", config.per_instance_call_limit, stats.api_calls
+        )
+
+
+def record_usage(stats: ModelStats, global_stats: GlobalStats, response: ModelResponse) -> None:
+    """Count one answered call in the instance's and the batch's stats."""
+    stats.instance_cost += response.cost
+    stats.tokens_sent += response.tokens_sent
+    stats.tokens_received += response.tokens_received
+    stats.api_calls += 1
+    global_stats.add(response.cost)
+
+
+# --------------------------------------------------------------------------- error kinds
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _](length|window)|maximum context|too many tokens|prompt is too long|"
+    r"reduce the length",
+    re.IGNORECASE,
+)
+
+
+def is_transient_status(status: int) -> bool:
+    """An HTTP status worth retrying: 408, 409, 429 or any 5xx."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def is_context_overflow(code: str | None, message: str) -> bool:
+    """A 4xx that says the conversation no longer fits the context window."""
+    return code == "context_length_exceeded" or bool(_CONTEXT_OVERFLOW.search(message))

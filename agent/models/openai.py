@@ -1,0 +1,261 @@
+"""`OpenAIModel`: any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, llama.cpp, the
+scripted server in `agent.models.scripted`).
+
+Errors from the `openai` package never escape: they are translated here into the tree drawn in
+`agent.models.base`. Transient failures (429, 408, 409, 5xx, connection errors, timeouts) are
+retried here with tenacity, exponential backoff and `Retry-After` honoured; the `openai`
+client's own retries are off (`max_retries=0`) so that every attempt is ours and counted. The
+API key is read from the environment variable named by `ModelConfig.api_key_env` at call time
+and never stored in the config, a trajectory, a log record or an exception message.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from typing import Any
+
+import openai  # the package: absolute imports, this module is agent.models.openai
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.wait import wait_exponential
+
+from agent.models.base import (
+    DUMMY_API_KEY,
+    AuthenticationFailed,
+    BadRequest,
+    ContextWindowExceeded,
+    GlobalStats,
+    ModelConfig,
+    ModelError,
+    ModelNotFound,
+    ModelResponse,
+    ModelStats,
+    RateLimited,
+    ServerError,
+    ToolCall,
+    Unreachable,
+    check_limits,
+    is_context_overflow,
+    is_transient_status,
+    record_usage,
+)
+
+__all__ = ["OpenAIModel"]
+
+logger = logging.getLogger(__name__)
+
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
+_warned_unpriced: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_unpriced_once(name: str) -> None:
+    with _warned_lock:
+        if name in _warned_unpriced:
+            return
+        _warned_unpriced.add(name)
+    logger.warning(
+        "no price known for model %r: its cost counts as 0 and cost limits do not apply; "
+        "add it to the model config's prices",
+        name,
+    )
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+        return True
+    if isinstance(exc, openai.APIStatusError):
+        return is_transient_status(exc.status_code)
+    return False
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    """Seconds asked for by a `Retry-After(-ms)` header, when it is a number."""
+    if not isinstance(exc, openai.APIStatusError):
+        return None
+    headers = exc.response.headers
+    for header, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) / divisor)
+        except ValueError:
+            continue  # an HTTP date: not worth parsing, fall back to backoff
+    return None
+
+
+class OpenAIModel:
+    """A model behind any OpenAI-compatible chat completions endpoint."""
+
+    def __init__(self, config: ModelConfig, global_stats: GlobalStats | None = None) -> None:
+        self.config = config
+        self.stats = ModelStats()
+        self.global_stats = global_stats if global_stats is not None else GlobalStats()
+        self.base_url = config.resolved_base_url()
+        self._key_is_set = bool(os.environ.get(config.api_key_env))
+        self._client = openai.OpenAI(
+            api_key=os.environ.get(config.api_key_env) or DUMMY_API_KEY,
+            base_url=self.base_url,
+            timeout=config.timeout,
+            max_retries=0,  # retries are ours (tenacity), so they are counted and logged
+        )
+        self._backoff = wait_exponential(
+            multiplier=config.retries.min_wait or 1.0,
+            min=config.retries.min_wait,
+            max=config.retries.max_wait,
+        )
+
+    def query(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+    ) -> ModelResponse:
+        """Ask the model once (retrying transient failures); update stats; return its answer."""
+        check_limits(self.config, self.stats, self.global_stats)
+        try:
+            completion = self._retrying()(self._create, messages, tools)
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from _chain(exc)
+        response = self._parse(completion)
+        record_usage(self.stats, self.global_stats, response)
+        return response
+
+    def _retrying(self) -> Retrying:
+        return Retrying(
+            stop=stop_after_attempt(self.config.retries.attempts),
+            wait=self._wait,
+            retry=retry_if_exception(_is_transient),
+            before_sleep=self._log_retry,
+            reraise=True,
+        )
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        asked = _retry_after(exc)
+        if asked is not None:
+            return min(asked, self.config.retries.max_wait)
+        return float(self._backoff(state))
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        wait = state.next_action.sleep if state.next_action else 0.0
+        status = getattr(exc, "status_code", None) or type(exc).__name__
+        logger.warning(
+            "model call to %s failed (%s), attempt %d of %d; retrying in %.2fs",
+            self.base_url,
+            status,
+            state.attempt_number,
+            self.config.retries.attempts,
+            wait,
+        )
+
+    def _create(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        cfg = self.config
+        kwargs: dict[str, Any] = {"model": cfg.name, "messages": messages}
+        reasoning = bool(_REASONING_MODEL.match(cfg.name.rsplit("/", 1)[-1]))
+        if not reasoning:  # reasoning models refuse sampling parameters
+            if cfg.temperature is not None:
+                kwargs["temperature"] = cfg.temperature
+            if cfg.top_p is not None:
+                kwargs["top_p"] = cfg.top_p
+        if cfg.max_output_tokens is not None:
+            key = "max_completion_tokens" if reasoning else "max_tokens"
+            kwargs[key] = cfg.max_output_tokens
+        if tools and cfg.function_calling:
+            kwargs["tools"] = tools
+        return self._client.chat.completions.create(**kwargs)
+
+    def _parse(self, completion: Any) -> ModelResponse:
+        if not completion.choices:
+            raise ModelError(f"{self.base_url} answered with no choices: check the server")
+        choice = completion.choices[0]
+        calls = []
+        for tc in choice.message.tool_calls or []:
+            if tc.type == "function":
+                calls.append(ToolCall.parse(tc.id, tc.function.name, tc.function.arguments))
+            else:  # a custom (free-text) tool call
+                calls.append(ToolCall.parse(tc.id, tc.custom.name, tc.custom.input))
+        usage = completion.usage
+        sent = usage.prompt_tokens if usage else 0
+        received = usage.completion_tokens if usage else 0
+        price = self.config.price()
+        if price is None:
+            _warn_unpriced_once(self.config.name)
+            cost = 0.0
+        else:
+            cost = (sent * price[0] + received * price[1]) / 1_000_000
+        return ModelResponse(
+            content=choice.message.content or "",
+            tool_calls=calls,
+            tokens_sent=sent,
+            tokens_received=received,
+            cost=cost,
+            finish_reason=choice.finish_reason,
+        )
+
+    def _translate(self, exc: openai.OpenAIError) -> ModelError:
+        url, name, attempts = self.base_url, self.config.name, self.config.retries.attempts
+        if isinstance(exc, openai.APITimeoutError):
+            return Unreachable(
+                f"no answer from {url} within {self.config.timeout:g}s after {attempts} "
+                "attempt(s): check the server or raise the model timeout"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return Unreachable(
+                f"cannot reach {url} after {attempts} attempt(s): check --base-url and that "
+                "the server is running"
+            )
+        if not isinstance(exc, openai.APIStatusError):
+            return ModelError(f"model call to {url} failed ({type(exc).__name__}): {exc}")
+        status = exc.status_code
+        if status in (401, 403):
+            unset = "" if self._key_is_set else " (it is unset)"
+            return AuthenticationFailed(
+                f"the API key was refused by {url} (HTTP {status}): set "
+                f"{self.config.api_key_env}{unset} to a valid key for this server"
+            )
+        if status == 404:
+            return ModelNotFound(f"model {name!r} is not served at {url}: {self._served_hint()}")
+        if status == 429:
+            return RateLimited(
+                f"{url} is still rate-limiting after {attempts} attempt(s): wait, lower the "
+                "concurrency, or raise retries.attempts"
+            )
+        if status >= 500:
+            return ServerError(
+                f"{url} kept failing (HTTP {status}) after {attempts} attempt(s): "
+                f"{_server_message(exc)}; check the server logs and retry later"
+            )
+        message = _server_message(exc)
+        if is_context_overflow(exc.code, message):
+            return ContextWindowExceeded(
+                f"the conversation ({self.stats.tokens_sent} tokens sent so far) no longer fits "
+                f"the context window of {name!r}: use a model with a longer context or shorter "
+                "observations"
+            )
+        return BadRequest(f"{url} rejected the request (HTTP {status}): {message}")
+
+    def _served_hint(self) -> str:
+        """Name the served models when the server can list them (one short request)."""
+        try:
+            served = [m.id for m in self._client.models.list(timeout=5.0)]
+        except openai.OpenAIError:
+            served = []
+        if served:
+            return "pass one of the served models with --model: " + ", ".join(served[:10])
+        return f"list the served models with `curl {self.base_url}/models`"
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    return exc.message
+
+
+def _chain(exc: openai.OpenAIError) -> openai.OpenAIError | None:
+    # A 401/403 body may echo (part of) the key, as OpenAI does: do not chain it.
+    if isinstance(exc, openai.APIStatusError) and exc.status_code in (401, 403):
+        return None
+    return exc

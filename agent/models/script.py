@@ -1,0 +1,302 @@
+"""Scripts: what the scripted server and the replay model answer with.
+
+A script is one of:
+
+- a list of steps, or a YAML/JSON file holding one (or a mapping `{model: NAME, steps: [...]}`);
+  steps are consumed in order. A step is a reply
+  `{content: "...", tool_calls: [{name: ..., arguments: {...}}]}` (arguments may also be a raw
+  string, sent verbatim) or an HTTP error to inject
+  `{error: 429, retry_after: 0, message: ..., code: ...}`. When the steps run out the answer is
+  an error "script exhausted after N replies";
+- a policy: a callable `policy(request_json) -> step | None`, given directly or loaded from
+  `module:function`, `file.py` (its function `policy`) or `file.py:function`; it is given the
+  chat completion request body (`model`, `messages`, `tools`);
+- a SWE-agent-style `.traj` file: the assistant messages of its `history` (content and tool
+  calls) become the steps, so a recorded run can be replayed.
+
+Usage is counted deterministically: `count_tokens(text) = ceil(len(text) / 4)`. Prompt tokens
+are the sum over request messages of `message_tokens` (the count of their text content plus
+each tool call's name and arguments); completion tokens the same for the reply.
+
+A script that cannot be loaded raises `ScriptError`, naming the file, the step and the field.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "ErrorReply",
+    "Policy",
+    "Reply",
+    "Script",
+    "ScriptError",
+    "ScriptSource",
+    "ScriptedToolCall",
+    "Step",
+    "count_tokens",
+    "load_script",
+    "message_tokens",
+    "parse_step",
+    "reply_message",
+]
+
+
+class ScriptError(ValueError):
+    """A script cannot be loaded; the message names the file, the step and the field."""
+
+
+class ScriptedToolCall(BaseModel):
+    """One tool call the server answers with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    arguments: dict[str, Any] | str = Field(
+        default_factory=dict, description="A JSON object, or a raw string sent verbatim."
+    )
+
+
+class Reply(BaseModel):
+    """A successful completion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str | None = ""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+
+
+class ErrorReply(BaseModel):
+    """An HTTP error to inject (for retry, auth and context-overflow tests)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: int = Field(ge=400, le=599, description="HTTP status code.")
+    message: str | None = None
+    code: str | None = Field(
+        default=None, description='OpenAI error code, e.g. "context_length_exceeded".'
+    )
+    retry_after: float | None = Field(
+        default=None, ge=0, description="Retry-After header, in seconds."
+    )
+
+
+Step = Reply | ErrorReply
+Policy = Callable[[dict[str, Any]], Any]
+
+
+def parse_step(raw: Any, where: str = "step") -> Step:
+    """Validate one step; a bad one raises ScriptError naming `where` and the field."""
+    if isinstance(raw, Reply | ErrorReply):
+        return raw
+    if not isinstance(raw, dict):
+        raise ScriptError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    kind: type[Reply] | type[ErrorReply] = ErrorReply if "error" in raw else Reply
+    try:
+        return kind.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        fieldname = ".".join(str(part) for part in first["loc"]) or "(step)"
+        raise ScriptError(f"{where}: field {fieldname!r}: {first['msg']}") from None
+
+
+class Script:
+    """Steps served in order, or a policy asked for each request. Thread-safe."""
+
+    def __init__(
+        self,
+        steps: list[Step] | None = None,
+        policy: Policy | None = None,
+        model: str | None = None,
+    ) -> None:
+        if (steps is None) == (policy is None):
+            raise ValueError("give exactly one of steps or policy")
+        self.steps = steps
+        self.policy = policy
+        self.model = model
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def next_step(self, request: dict[str, Any]) -> Step | str:
+        """The step for this request, or the 400 message explaining why there is none."""
+        if self.policy is not None:
+            try:
+                raw = self.policy(request)
+            except Exception as exc:  # the user's policy: report, do not kill the server
+                return f"script policy raised {type(exc).__name__}: {exc}"
+            if raw is None:
+                return "script policy returned no step"
+            try:
+                return parse_step(raw, "policy step")
+            except ScriptError as exc:
+                return str(exc)
+        assert self.steps is not None
+        with self._lock:
+            if self._next >= len(self.steps):
+                return (
+                    f"script exhausted after {len(self.steps)} replies: add steps to the script "
+                    "or stop the agent earlier"
+                )
+            step = self.steps[self._next]
+            self._next += 1
+            return step
+
+
+ScriptSource = Script | list[Any] | Policy | str | Path
+
+
+def load_script(source: ScriptSource, model: str | None = None) -> Script:
+    """A Script from steps, a policy, or a path / `module:function` (see the module doc)."""
+    if isinstance(source, Script):
+        if model is not None:
+            source.model = model
+        return source
+    if isinstance(source, list):
+        return Script(steps=_parse_steps(source, "script"), model=model)
+    if callable(source):
+        return Script(policy=source, model=model)
+    return _load_from_string(str(source), model)
+
+
+def _parse_steps(raw: list[Any], origin: str) -> list[Step]:
+    return [parse_step(item, f"{origin}: step {i + 1}") for i, item in enumerate(raw)]
+
+
+def _load_from_string(text: str, model: str | None) -> Script:
+    path = Path(text)
+    if path.suffix == ".py" or (":" in text and not path.exists()):
+        return Script(policy=_load_policy(text), model=model)
+    if not path.is_file():
+        raise ScriptError(f"{text}: no such script file")
+    if path.suffix == ".traj":
+        return _load_traj(path, model)
+    try:
+        data = yaml.safe_load(path.read_text())  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScriptError(f"{path}: not valid YAML{at}: {problem}") from None
+    if isinstance(data, dict):
+        unknown = set(data) - {"model", "steps"}
+        if unknown or "steps" not in data:
+            raise ScriptError(f"{path}: a mapping script needs 'steps' (and optional 'model')")
+        model = model or data.get("model")
+        data = data["steps"]
+    if not isinstance(data, list):
+        raise ScriptError(f"{path}: expected a list of steps, got {type(data).__name__}")
+    return Script(steps=_parse_steps(data, str(path)), model=model)
+
+
+def _load_policy(spec: str) -> Policy:
+    target, _, func = spec.rpartition(":") if spec.count(":") == 1 else (spec, "", "")
+    func = func or "policy"
+    try:
+        if target.endswith(".py"):
+            module_spec = importlib.util.spec_from_file_location(Path(target).stem, target)
+            if module_spec is None or module_spec.loader is None or not Path(target).is_file():
+                raise ScriptError(f"{target}: no such policy file")
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+    except ScriptError:
+        raise
+    except Exception as exc:
+        raise ScriptError(f"{spec}: cannot load the policy: {type(exc).__name__}: {exc}") from None
+    policy = getattr(module, func, None)
+    if not callable(policy):
+        raise ScriptError(f"{spec}: no function {func!r} in {target}")
+    return policy
+
+
+def _load_traj(path: Path, model: str | None, agent: str | None = None) -> Script:
+    """Steps from the assistant messages of a trajectory's `history`."""
+    try:
+        traj = json.loads(path.read_text())
+        history = traj["history"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ScriptError(f"{path}: not a trajectory with a 'history' list ({exc})") from None
+    steps: list[Step] = []
+    for i, message in enumerate(history):
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        if message.get("is_demo") or (agent and message.get("agent", agent) != agent):
+            continue
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", call)
+            calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
+        raw = {"content": _text(message.get("content")), "tool_calls": calls}
+        steps.append(parse_step(raw, f"{path}: history[{i}]"))
+    if not steps:
+        raise ScriptError(f"{path}: the history holds no assistant message to replay")
+    return Script(steps=steps, model=model or _traj_model_name(traj))
+
+
+def _traj_model_name(traj: dict[str, Any]) -> str | None:
+    config: Any = traj.get("replay_config")
+    try:
+        if isinstance(config, str):
+            config = json.loads(config)
+        name = config["agent"]["model"]["name"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
+# --------------------------------------------------------------------------- usage
+
+
+def count_tokens(text: str) -> int:
+    """The documented deterministic token count: ceil(characters / 4)."""
+    return (len(text) + 3) // 4
+
+
+def _text(content: Any) -> str:
+    """Text of a message content: a string, or a list of parts with `text`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return ""
+
+
+def message_tokens(message: dict[str, Any]) -> int:
+    """Tokens of one chat message: its text content plus each tool call's name and arguments."""
+    total = count_tokens(_text(message.get("content")))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        total += count_tokens(str(function.get("name", "")))
+        total += count_tokens(str(function.get("arguments", "")))
+    return total
+
+
+def reply_message(step: Reply, call_ids: Iterator[int]) -> dict[str, Any]:
+    """The assistant message (OpenAI format) a reply step answers with; tool call ids are
+    `call_<n>`, n drawn from `call_ids`. Arguments given as a mapping are sent as JSON."""
+    message: dict[str, Any] = {"role": "assistant", "content": step.content}
+    if step.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{next(call_ids)}",
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": call.arguments
+                    if isinstance(call.arguments, str)
+                    else json.dumps(call.arguments),
+                },
+            }
+            for call in step.tool_calls
+        ]
+    return message
