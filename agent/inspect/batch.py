@@ -26,8 +26,7 @@ from agent.inspect.fields import (
 )
 from agent.inspect.model import Batch, BatchRow, Trajectory
 from agent.inspect.trajectory import trajectory_from_dict
-from agent.pgs.compare import ReportError, find_eval_report, prediction_fields
-from agent.pgs.compare import _predictions as read_predictions
+from agent.pgs.compare import ReportError, find_eval_report, prediction_fields, read_predictions
 
 
 def _traj_paths(folder: Path) -> dict[str, Path]:
