@@ -53,24 +53,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import shlex
 
 from agent.cli import EXAMPLES, make_example_repo
-from agent.pgs.check import (
-    CheckSettings,
-    changed_files,
-    check_candidate,
-    install_plugin,
-    related_tests,
-    run_pytest,
-    validate_properties,
-)
-from agent.pgs.feedback import (
-    SimpleCounter,
-    TiktokenCounter,
-    TokenCounter,
-    TokenizerUnavailable,
-    render_feedback,
-    select_failure,
-)
+from agent.pgs.check import check_candidate
+from agent.pgs.feedback import render_feedback, select_failure
+from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport
+from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
+from agent.pgs.tokens import SimpleCounter, TiktokenCounter, TokenCounter, TokenizerUnavailable
+from agent.pgs.validate import validate_properties
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
 from tests.pgs.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY

@@ -27,7 +27,7 @@ from agent.inspect.model import (
     Trajectory,
     Usage,
 )
-from agent.pgs.method import property_decorators
+from agent.pgs.validate import property_decorators
 
 #: Reads a Tester turn's conversation (the JSON stored under its key) as a trajectory.
 ReadConversation = Callable[[dict[str, Any], str], Trajectory]

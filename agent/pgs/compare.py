@@ -34,11 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
 from agent.core.trajectory import Trajectory
-from agent.pgs.feedback import SimpleCounter
+from agent.pgs.records import PGSRecord
+from agent.pgs.tokens import SimpleCounter
 from envs.cli import USER_ERROR, print_error
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -64,14 +66,15 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
     ``mode``: the run's ``--feedback``, used when the trajectory does not say (a run that
     crashed before the agent started).
     """
-    pgs = trajectory.get("pgs") or {}
+    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
     config = (trajectory.get("replay_config") or {}).get("pgs") or {}
-    found = pgs.get("mode") or config.get("feedback") or mode or "unknown"
+    recorded = pgs.mode if "mode" in pgs.model_fields_set else None
+    found = recorded or config.get("feedback") or mode or "unknown"
     counter = SimpleCounter()
-    feedback = [str(r["feedback"]) for r in pgs.get("rounds") or [] if r.get("feedback")]
+    feedback = [str(r.feedback) for r in pgs.feedback_rounds()]
     return {
         "pgs_mode": str(found),
-        "pgs_verdict": str(pgs.get("verdict") or "unchecked"),
+        "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
         "pgs_feedback_tokens": sum(counter.count(text) for text in feedback),
         "cost": _cost(trajectory),
@@ -127,7 +130,7 @@ def _read_json(path: Path) -> Any:
         raise ReportError(f"{path} is not valid JSON ({e}): is this a pgs batch folder?") from None
 
 
-def _predictions(folder: Path) -> dict[str, dict[str, Any]]:
+def read_predictions(folder: Path) -> dict[str, dict[str, Any]]:
     """preds.json, else the ``<id>/<id>.pred`` files (``pgs run`` writes only those)."""
     preds_path = folder / "preds.json"
     if preds_path.is_file():
@@ -177,14 +180,21 @@ def read_run(folder: Path) -> Run:
     folder = Path(folder)
     if not folder.is_dir():
         raise ReportError(f"{folder} is not a folder: pass the --output-dir of a `pgs batch`")
-    preds = _predictions(folder)
+    preds = read_predictions(folder)
     run = Run(folder)
     missing = []
     for iid, pred in sorted(preds.items()):
         traj_path = folder / iid / f"{iid}.traj"
         if traj_path.is_file():
             data = _read_json(traj_path)
-            fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+            try:
+                fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+            except ValidationError as e:
+                where = ".".join(str(x) for x in e.errors()[0]["loc"])
+                raise ReportError(
+                    f"{traj_path}: its pgs record does not read (pgs.{where}: "
+                    f"{e.errors()[0]['msg']}): is it a pgs trajectory?"
+                ) from None
             status = (data.get("info") or {}).get("exit_status")
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
             fields, status = {key: pred[key] for key in FIELDS}, None

@@ -25,27 +25,18 @@ The sandbox is left with the candidate applied, so the Generator goes on from it
 
 from __future__ import annotations
 
-import ast
 import logging
 import shlex
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelError
-from agent.pgs.check import (
-    Baseline,
-    CheckSettings,
-    changed_files,
-    check_candidate,
-    install_plugin,
-    related_tests,
-    run_pytest,
-    validate_properties,
-)
+from agent.pgs.baseline import Baseline
+from agent.pgs.check import check_candidate
 from agent.pgs.feedback import (
     IO_TEMPLATE,
     PROPERTY_TEMPLATE,
@@ -53,14 +44,28 @@ from agent.pgs.feedback import (
     render_feedback,
     select_failure,
 )
+from agent.pgs.records import (
+    DroppedProperty,
+    FeedbackMode,
+    PGSRecord,
+    ProbeRecord,
+    RoundRecord,
+    SelectionRecord,
+    TesterConversation,
+    TesterTurn,
+    ValidationRecord,
+    Verdict,
+)
+from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
+from agent.pgs.validate import drop_contradictions, validate_properties
+from agent.pgs.validate import explicit_examples as explicit_examples  # tests import it here
 from envs.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
 
-FeedbackMode = Literal["none", "io", "property", "property-min"]
-Verdict = Literal["passed", "tests-only", "unchecked", "failed"]
 CANDIDATE = "/tmp/pgs-candidate.patch"
 
 
@@ -152,70 +157,6 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     return "unchecked", f"nothing ran: no property and no related repository test{cut}"
 
 
-def property_decorators(files: dict[str, str]) -> Iterator[tuple[str, str, ast.expr]]:
-    """``(test function name, decorator name, decorator)`` for every decorator of every
-    function of the property files (``@example(...)`` gives ``example``; ``@pytest.mark.
-    pgs_issue(...)`` gives ``pgs_issue``). Files that do not parse are skipped."""
-    for source in files.values():
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                for deco in node.decorator_list:
-                    target = deco.func if isinstance(deco, ast.Call) else deco
-                    name = getattr(target, "attr", None) or getattr(target, "id", None)
-                    if name:
-                        yield node.name, str(name), deco
-
-
-def explicit_examples(files: dict[str, str]) -> dict[str, set[str]]:
-    """``{test function name: {arguments of each @example}}`` of property files (by ``ast``)."""
-    found: dict[str, set[str]] = {}
-    for function, name, deco in property_decorators(files):
-        if name == "example" and isinstance(deco, ast.Call):
-            args = [ast.unparse(a) for a in deco.args]
-            args += sorted(f"{k.arg}={ast.unparse(k.value)}" for k in deco.keywords)
-            found.setdefault(function, set()).add(", ".join(args))
-    return found
-
-
-def _function(nodeid: str) -> str:
-    return nodeid.rsplit("::", 1)[-1].split("[", 1)[0]
-
-
-def drop_contradictions(
-    kept: list[str], original: CheckReport, files: dict[str, str]
-) -> tuple[list[str], list[dict[str, str]]]:
-    """Drop regression properties that assert on an input an issue property states as a case
-    of the bug (the same ``@example``): they pin the behaviour the issue asks to change, so
-    they would punish the right fix. Returns what stays kept and the dropped, with reasons."""
-    examples = explicit_examples(files)
-    by_id = original.by_id()
-    issue_cases: dict[str, str] = {}
-    for nodeid in kept:
-        if by_id[nodeid].kind == "issue":
-            for case in sorted(examples.get(_function(nodeid), ())):
-                issue_cases.setdefault(case, nodeid)
-    out: list[str] = []
-    dropped: list[dict[str, str]] = []
-    for nodeid in kept:
-        cases = (
-            examples.get(_function(nodeid), set()) if by_id[nodeid].kind == "regression" else set()
-        )
-        shared = sorted(c for c in cases if c in issue_cases)
-        if shared:
-            reason = (
-                f"contradicts the issue: its example ({shared[0]}) is a case of the bug in "
-                f"{issue_cases[shared[0]]}, where it asserts the original behaviour"
-            )
-            dropped.append({"nodeid": nodeid, "reason": reason})
-        else:
-            out.append(nodeid)
-    return out, dropped
-
-
 class PGS:
     """The :class:`~agent.core.loop.Reviewer` that runs PGS rounds."""
 
@@ -251,22 +192,22 @@ class PGS:
         self.probes = 0
         self.round_steps = config.round_steps
         self.round_time = config.round_time
-        self.record: dict[str, Any] = {
-            "mode": config.feedback,
-            "rounds": [],
-            "properties": {},
-            "validation": None,
-            "tester_turns": [],
-            "verdict": "unchecked",
-            "verdict_reason": "no candidate was checked",
-        }
-        self.traj.extra["pgs"] = self.record
+        self.record = PGSRecord(
+            mode=config.feedback, properties={}, verdict_reason="no candidate was checked"
+        )
+        self._sync()
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
     def review(self, patch: str) -> str | None:
         round_record = self._new_round(patch)
-        self.status(f"checking candidate {round_record['round']}")
+        try:
+            return self._review(round_record, patch)
+        finally:
+            self._save()
+
+    def _review(self, round_record: RoundRecord, patch: str) -> str | None:
+        self.status(f"checking candidate {round_record.round}")
         report = self.check(patch)
         while not report.failures() and not report.errors and self._may_probe():
             self.status("every check passes; the Tester looks for new rules")
@@ -275,17 +216,14 @@ class PGS:
             report = self.check(patch)
         self._record_report(round_record, report)
         if not report.failures() and not report.errors:
-            self.traj.save()
             return None
         if self.feedback_sent >= self.config.rounds:
-            round_record["note"] = f"no feedback: all {self.config.rounds} rounds used"
-            self.traj.save()
+            round_record.note = f"no feedback: all {self.config.rounds} rounds used"
             return None
         mode = self.config.feedback
         assert mode != "none"
         selection = select_failure(report, mode, self.counter)
         if selection is None:
-            self.traj.save()
             return None
         self.feedback_sent += 1
         message = render_feedback(
@@ -296,48 +234,55 @@ class PGS:
             template=self.config.io_template if mode == "io" else self.config.property_template,
             rerun=self.rerun_command(selection.result),
         )
-        round_record["selection"] = selection.model_dump()
-        round_record["feedback"] = message
-        self.traj.save()
+        round_record.selection = SelectionRecord.model_validate(selection.model_dump())
+        round_record.feedback = message
         return message
 
     def final_check(self, patch: str, why: str) -> None:
         """Check a diff the run ends with unsubmitted (a limit): record its verdict, no feedback."""
         round_record = self._new_round(patch)
-        round_record["note"] = f"the run ended ({why}); its diff is checked, no feedback sent"
-        if not patch.strip():
-            self._set_verdict(round_record, "unchecked", "the run ended with no change")
-            self.traj.save()
-            return
-        self.status("checking the diff the run ended with")
+        round_record.note = f"the run ended ({why}); its diff is checked, no feedback sent"
         try:
-            report = self.check(patch)
-        except Exception as e:  # the run's result must survive a failed last check
-            logger.warning("could not check the final diff: %s", e)
-            self._set_verdict(round_record, "unchecked", f"the check could not run: {e}")
-            self.traj.save()
-            return
-        self._record_report(round_record, report)
+            if not patch.strip():
+                self._set_verdict(round_record, "unchecked", "the run ended with no change")
+                return
+            self.status("checking the diff the run ended with")
+            try:
+                report = self.check(patch)
+            except Exception as e:  # the run's result must survive a failed last check
+                logger.warning("could not check the final diff: %s", e)
+                self._set_verdict(round_record, "unchecked", f"the check could not run: {e}")
+                return
+            self._record_report(round_record, report)
+        finally:
+            self._save()
+
+    # -- the record ------------------------------------------------------------------------------
+
+    def _sync(self) -> None:
+        """The record into the trajectory, as JSON (written by the trajectory's next save)."""
+        self.traj.extra["pgs"] = self.record.model_dump(mode="json")
+
+    def _save(self) -> None:
+        self._sync()
         self.traj.save()
 
-    # -- rounds and verdicts --------------------------------------------------------------------
-
-    def _new_round(self, patch: str) -> dict[str, Any]:
-        number = len(self.record["rounds"]) + 1
-        round_record: dict[str, Any] = {"round": number, "patch": patch}
-        self.record["rounds"].append(round_record)
+    def _new_round(self, patch: str) -> RoundRecord:
+        round_record = RoundRecord(round=len(self.record.rounds) + 1, patch=patch)
+        self.record.rounds.append(round_record)
+        self._sync()
         return round_record
 
-    def _record_report(self, round_record: dict[str, Any], report: CheckReport) -> None:
-        round_record["report"] = report.model_dump()
-        round_record["failures"] = len(report.failures())
+    def _record_report(self, round_record: RoundRecord, report: CheckReport) -> None:
+        round_record.report = report.model_copy(deep=True)
+        round_record.failures = len(report.failures())
         verdict, why = judge(report, self.shows_bug)
         self._set_verdict(round_record, verdict, why)
 
-    def _set_verdict(self, round_record: dict[str, Any], verdict: Verdict, why: str) -> None:
-        round_record["verdict"] = verdict
-        self.record["verdict"] = verdict
-        self.record["verdict_reason"] = why
+    def _set_verdict(self, round_record: RoundRecord, verdict: Verdict, why: str) -> None:
+        round_record.verdict = verdict
+        self.record.verdict = verdict
+        self.record.verdict_reason = why
 
     def rerun_command(self, result: TestResult) -> str | None:
         """The command that reruns one failing test alone, the way the check ran it."""
@@ -377,7 +322,8 @@ class PGS:
         no issue property survives, another turn with the validation report's lines."""
         if self.config.feedback == "io":
             self.properties = {}
-            self.record["validation"] = {"kept": [], "dropped": [], "note": "io: no Tester"}
+            self.record.validation = ValidationRecord(note="io: no Tester")
+            self._sync()
             return
         self.status("the Tester is writing properties")
         self.tester_turn("first")
@@ -387,7 +333,7 @@ class PGS:
             self.status("no issue property survived; the Tester tries again")
             self.tester_turn("retry", note=self._retry_note())
 
-    def probe(self, round_record: dict[str, Any]) -> bool:
+    def probe(self, round_record: RoundRecord) -> bool:
         """Fresh probes: the Tester once more, for rules not written yet; True if it added any
         kept property. The candidate is aside (original code) while it works."""
         self.probes += 1
@@ -396,7 +342,8 @@ class PGS:
         install_plugin(self.sandbox)
         self.tester_turn("probe", note=self._probe_note())
         added = [n for n in self.kept if n not in before]
-        round_record.setdefault("probes", []).append({"new_kept": added})
+        round_record.probes.append(ProbeRecord(new_kept=added))
+        self._sync()
         return bool(added)
 
     def _may_probe(self) -> bool:
@@ -408,13 +355,18 @@ class PGS:
         )
 
     def _tester_worked(self) -> bool:
-        return "tester_error" not in self.record
+        return self.record.tester_error is None
 
     def tester_turn(self, why: str, note: str = "") -> None:
         """One Tester conversation (its own sub-trajectory), then validation of the folder."""
-        turns: list[dict[str, Any]] = self.record["tester_turns"]
+        turns = self.record.tester_turns
         key = "tester" if not turns else f"tester_{len(turns) + 1}"
-        sub = SubTrajectory(self.traj, "pgs", key)
+
+        def store(conversation: TesterConversation) -> None:
+            self.record.set_conversation(key, conversation)
+            self._save()
+
+        sub = SubTrajectory(self.traj, store)
         try:
             self.properties = run_tester(
                 self.config.tester,
@@ -428,27 +380,28 @@ class PGS:
             )
         except ModelError as e:
             logger.warning("the Tester failed (%s); checking with what there is", e)
-            self.record["tester_error"] = str(e)
+            self.record.tester_error = str(e)
             self.properties = self.properties or {}
         self.validate()
-        validation = self.record["validation"] or {}
+        validation = self.record.validation or ValidationRecord()
         turns.append(
-            {
-                "key": key,
-                "why": why,
-                "properties": sorted(self.properties or {}),
-                "kept": list(validation.get("kept") or []),
-                "dropped": list(validation.get("dropped") or []),
-            }
+            TesterTurn(
+                key=key,
+                why=why,
+                properties=sorted(self.properties or {}),
+                kept=list(validation.kept),
+                dropped=[d.model_copy() for d in validation.dropped],
+            )
         )
-        self.traj.save()
+        self._save()
 
     def validate(self) -> None:
         """Run the property files on the original code and keep the sound ones."""
-        self.record["properties"] = self.properties
+        self.record.properties = dict(self.properties or {})
         if not self.properties:
             self.kept, self.shows_bug = [], set()
-            self.record["validation"] = {"kept": [], "dropped": [], "note": "no properties"}
+            self.record.validation = ValidationRecord(note="no properties")
+            self._sync()
             return
         original = run_pytest(
             self.sandbox,
@@ -458,34 +411,32 @@ class PGS:
         )
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
-            dropped_records = [d.model_dump() for d in dropped]
+            dropped_records = [DroppedProperty.model_validate(d.model_dump()) for d in dropped]
         else:  # the ablation: every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
             dropped_records = []
         kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-        dropped_records += contradicting
+        dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
         by_id = original.by_id()
         self.kept = kept
         self.shows_bug = {
             n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"
         }
-        validation: dict[str, Any] = {
-            "kept": kept,
-            "dropped": dropped_records,
-            "report": original.model_dump(),
-            "filter": self.config.filter,
-        }
+        validation = ValidationRecord(
+            kept=list(kept), dropped=dropped_records, report=original, filter=self.config.filter
+        )
         if not self.shows_bug:
-            validation["note"] = (
+            validation.note = (
                 "no issue property survived validation; the verdict can be tests-only at best"
             )
-        self.record["validation"] = validation
+        self.record.validation = validation
+        self._sync()
 
     def _retry_note(self) -> str:
-        validation = self.record["validation"] or {}
-        lines = [f"- {d['nodeid']}: {d['reason']}" for d in validation.get("dropped") or []]
+        validation = self.record.validation or ValidationRecord()
+        lines = [f"- {d.nodeid}: {d.reason}" for d in validation.dropped]
         if not lines:
-            lines = [f"- {validation.get('note') or 'no property file was written'}"]
+            lines = [f"- {validation.note or 'no property file was written'}"]
         return (
             "Your properties were run on the current (unfixed) code and NO issue property "
             "survived. The validation report:\n"
@@ -496,13 +447,9 @@ class PGS:
         )
 
     def _probe_note(self) -> str:
-        rules = sorted(
-            {
-                str(r.get("rule"))
-                for r in ((self.record["validation"] or {}).get("report") or {}).get("results", [])
-                if r.get("nodeid") in self.kept and r.get("rule")
-            }
-        )
+        validation = self.record.validation
+        results = validation.report.results if validation and validation.report else []
+        rules = sorted({r.rule for r in results if r.nodeid in self.kept and r.rule})
         listed = "\n".join(f"- {rule}" for rule in rules) or "- (none)"
         return (
             "The properties already in the folder state these rules:\n"

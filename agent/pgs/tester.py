@@ -9,7 +9,7 @@ changes elsewhere is reverted when it ends.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,7 @@ from agent.core.prompts import default_prompt
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model
+from agent.pgs.records import TesterConversation
 from envs.sandbox import Sandbox
 
 PROPERTIES_DIR = ".pgs/properties"
@@ -39,23 +40,15 @@ class TesterConfig(BaseModel):
 
 
 class SubTrajectory(Trajectory):
-    """A conversation stored inside another trajectory, under ``parent.extra[key]``."""
+    """A conversation stored inside another run's record: every save hands it to ``store``
+    (which writes the parent trajectory)."""
 
-    def __init__(self, parent: Trajectory, *path: str) -> None:
+    def __init__(self, parent: Trajectory, store: Callable[[TesterConversation], None]) -> None:
         super().__init__(parent.path, replay_config={}, secrets=parent.secrets)
-        self.parent = parent
-        self.key_path = path
+        self.store = store
 
     def save(self) -> None:
-        node: dict[str, Any] = self.parent.extra
-        for key in self.key_path[:-1]:
-            node = node.setdefault(key, {})
-        node[self.key_path[-1]] = {
-            "trajectory": self.steps,
-            "history": self.history,
-            "info": self.info,
-        }
-        self.parent.save()
+        self.store(TesterConversation(trajectory=self.steps, history=self.history, info=self.info))
 
 
 def run_tester(

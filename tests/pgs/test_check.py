@@ -20,26 +20,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.pgs import pgs_pytest_plugin as plugin
-from agent.pgs.check import (
-    CUT_NOTE,
-    Baseline,
-    CheckSettings,
-    _next_batch,
-    against_baseline,
+from agent.pgs.baseline import CUT_NOTE, Baseline, cut_targets, describe_cut, next_batch
+from agent.pgs.check import against_baseline, check_candidate, regressions
+from agent.pgs.related import (
     changed_files,
-    check_candidate,
-    cut_targets,
-    describe_cut,
     import_statements,
     imported_modules,
     module_names,
-    regressions,
     related_tests,
-    run_pytest,
     statement_imports,
-    validate_properties,
 )
 from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.runner import CheckSettings, run_pytest
+from agent.pgs.validate import validate_properties
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from tests.repos import make_repo
 from tests.support.example_repos import DEDUPE, RLE, ExampleRepo
@@ -147,7 +140,7 @@ def test_baseline_batches_run_the_files_in_order_each_within_half_the_time_left(
 ) -> None:
     queue = [f"t{i}.py" for i in range(len(sizes))]
     by_file = dict(zip(queue, sizes, strict=True))
-    batch = _next_batch(queue, by_file, rate, left)
+    batch = next_batch(queue, by_file, rate, left)
     assert batch and batch == queue[: len(batch)]  # in order, never empty
     if left == float("inf"):
         assert batch == queue  # no budget: one run, as without budgets
@@ -156,7 +149,7 @@ def test_baseline_batches_run_the_files_in_order_each_within_half_the_time_left(
     elif len(batch) > 1:
         assert sum(rate * by_file[t] for t in batch) <= left / 2
     if left != float("inf"):
-        assert len(_next_batch(queue, by_file, rate, left, most=2)) <= 2
+        assert len(next_batch(queue, by_file, rate, left, most=2)) <= 2
 
 
 def test_a_cut_is_one_sentence_naming_every_file_left_out_and_why() -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.pgs.check import CheckSettings, cut_targets
+from agent.pgs.baseline import cut_targets
+from agent.pgs.runner import CheckSettings
 from agent.swebench import Environments, Instance, load_instances
 from bench.check import RECORDS, check_record
 

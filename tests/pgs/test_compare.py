@@ -19,7 +19,7 @@ import pytest
 from agent.cli import main
 from agent.models.scripted import ScriptedServer
 from agent.pgs.compare import prediction_fields
-from agent.pgs.feedback import SimpleCounter
+from agent.pgs.tokens import SimpleCounter
 from tests.support.swe_dataset import Dataset, make_dataset
 
 I1 = "acme__textkit-1"

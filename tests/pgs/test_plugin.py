@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 from agent.pgs import pgs_pytest_plugin as plugin
-from agent.pgs.check import CheckSettings, run_pytest
-from agent.pgs.feedback import SimpleCounter, render_feedback, select_failure
+from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.runner import CheckSettings, run_pytest
+from agent.pgs.tokens import SimpleCounter
 from envs.local import LocalSandbox
 
 SETTINGS = CheckSettings(python=sys.executable, test_timeout=3)
