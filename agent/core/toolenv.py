@@ -29,7 +29,8 @@ from envs.sandbox import SCRATCH_DIRS, Sandbox
 if TYPE_CHECKING:
     import docker
 
-    from agent.core.tools import Bundle, Toolset
+    from agent.core.bundles import Bundle
+    from agent.core.tools import Toolset
 
 ENV_MARK = "__PGS_TOOL_ENV__"
 FAILED_MARK = "__PGS_INSTALL_FAILED__"
@@ -108,7 +109,7 @@ def install(
     where = home(sandbox)
     registry_file = f"{where}/{REGISTRY_FILE}"
     shims = f"{where}/{SHIMS}"
-    sandbox.write_file(registry_file, json.dumps(_registry(bundles, registry)))
+    sandbox.write_file(registry_file, json.dumps(registry_values(bundles, registry)))
     sandbox.write_file(f"{where}/state.json", "{}")
     env: dict[str, str] = {
         "ROOT": sandbox.repo_path,
@@ -143,7 +144,9 @@ def install(
     return env
 
 
-def _registry(bundles: Sequence[Bundle], configured: Mapping[str, Any]) -> dict[str, Any]:
+def registry_values(bundles: Sequence[Bundle], configured: Mapping[str, Any]) -> dict[str, Any]:
+    """The registry file's content: the bundles' ``registry_variables`` in order, then the
+    configured ones (which win)."""
     values: dict[str, Any] = {}
     for bundle in bundles:
         values.update(bundle.config.registry_variables)
@@ -290,7 +293,7 @@ def _layer_script(
         "set +e",
         f"export SWE_AGENT_ENV_FILE=/root/{REGISTRY_FILE} ROOT=/",
         *(f"export {k}={shlex.quote(str(v))}" for k, v in env_variables.items()),
-        f"printf '%s' {shlex.quote(json.dumps(_registry(bundles, registry)))}"
+        f"printf '%s' {shlex.quote(json.dumps(registry_values(bundles, registry)))}"
         f" > /root/{REGISTRY_FILE}",
         f"mkdir -p /root/{SHIMS}; command -v python >/dev/null 2>&1 ||"
         f' ln -sf "$(command -v python3)" /root/{SHIMS}/python',

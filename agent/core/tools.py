@@ -1,15 +1,17 @@
-"""Tool bundles in SWE-agent's format: load, install into a sandbox, describe, call.
+"""The tools offered to the model, and calling them: the :class:`Toolset`.
 
-A bundle is a folder with ``config.yaml`` (``tools:`` name → signature, docstring, arguments,
-optional ``end_name``; optional top-level ``state_command`` and ``registry_variables``), ``bin/``
-with one executable per tool, and optionally ``install.sh`` (sourced after upload) and ``lib/``.
-Real SWE-agent bundles work unchanged: registry variables (and ``{WINDOW}`` in docstrings),
-``#!/usr/bin/env python`` helpers, a submit that only writes ``/root/model.patch``, multi-line
-tools typed in text mode (:meth:`Toolset.guard_multiline`), ``install.sh`` that pip-installs
-(:mod:`agent.core.toolenv` prepares it with the network on). Our own bundles live in the
-repository's ``tools/`` folder (:func:`default_bundles_dir`): ``edit`` (str_replace_editor),
-``search`` (find_file, search_dir, search_file) and ``submit`` (submit, and the ``_state``
-state command).
+A toolset is the built-in ``bash`` plus every tool of its bundles (:mod:`agent.core.bundles`
+loads and checks a bundle folder). It installs the bundles into a sandbox
+(:mod:`agent.core.toolenv`), describes the tools to the model (OpenAI function schemas, or text
+docs), and turns a call into the shell command to run: arguments checked and coerced the way
+models commonly send them, ``argument_format`` applied, multi-line tools typed in text mode
+(:meth:`Toolset.guard_multiline`) given their text through a quoted heredoc. What a tool's output
+means (SWE-agent's sentinels) is :mod:`agent.core.tool_output`. Real SWE-agent bundles work
+unchanged: registry variables (and ``{WINDOW}`` in docstrings), ``#!/usr/bin/env python``
+helpers, a submit that only writes ``/root/model.patch``, ``install.sh`` that pip-installs.
+
+The names other modules use from the bundles and the output sentinels are importable from here
+too.
 
 Errors::
 
@@ -27,233 +29,45 @@ import re
 import shlex
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import jinja2
-import jinja2.sandbox
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from agent.core import toolenv
+from agent.core.bundles import (
+    BASH_TOOL,
+    DEFAULT_FORMAT,
+    JINJA,
+    PLACEHOLDER,
+    Bundle,
+    ToolArgument,
+    ToolConfigError,
+    ToolSpec,
+    default_bundle_paths,
+    default_bundles_dir,
+)
 from agent.core.parsing import FormatError
-from agent.core.toolenv import ToolInstallError as ToolInstallError  # re-exported
+from agent.core.tool_output import OutputKind, ToolOutput, classify_output
+from agent.core.toolenv import ToolInstallError
 from envs.sandbox import Sandbox
 
-#: Name of the built-in tool that runs a shell command as it is.
-BASH_TOOL = "bash"
-SUBMISSION = "<<SWE_AGENT_SUBMISSION>>"
-RETRY_WITH_OUTPUT = "###SWE-AGENT-RETRY-WITH-OUTPUT###"
-RETRY_WITHOUT_OUTPUT = "###SWE-AGENT-RETRY-WITHOUT-OUTPUT###"
-EXIT_FORFEIT = "###SWE-AGENT-EXIT-FORFEIT###"
-
-_ARG_NAME = r"[a-zA-Z_][a-zA-Z0-9_-]*"
-_PLACEHOLDER = re.compile(rf"(\s*)(?:\[<({_ARG_NAME})>\]|<({_ARG_NAME})>|\{{({_ARG_NAME})\}})")
-_DEFAULT_FORMAT = "{{value}}"
-_JINJA = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
-
-
-class ToolConfigError(ValueError):
-    """A bundle's config.yaml or layout is wrong. The message names the bundle and the field."""
+__all__ = [
+    "BASH_TOOL",
+    "Bundle",
+    "OutputKind",
+    "ToolCallError",
+    "ToolConfigError",
+    "ToolInstallError",
+    "ToolOutput",
+    "ToolSpec",
+    "Toolset",
+    "classify_output",
+    "default_bundle_paths",
+    "default_bundles_dir",
+]
 
 
 class ToolCallError(FormatError):
     """The model called an unknown tool or gave bad arguments; the message is for the model."""
-
-
-def default_bundles_dir() -> Path:
-    """The folder holding our bundles: ``tools/`` of a checkout, else the installed copy."""
-    checkout = Path(__file__).resolve().parents[2] / "tools"
-    if checkout.is_dir():
-        return checkout
-    import pgs_tools  # tools/, installed as package data
-
-    return Path(next(iter(pgs_tools.__path__)))
-
-
-def default_bundle_paths() -> list[Path]:
-    """Our bundles, in the order their tools are offered to the model."""
-    root = default_bundles_dir()
-    return [root / name for name in ("edit", "search", "submit")]
-
-
-# -- config models (mirror SWE-agent's sweagent/tools/commands.py and bundle.py) ---------------
-
-
-class ToolArgument(BaseModel):
-    """One argument of a tool, as SWE-agent declares it."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str = Field(pattern=rf"^{_ARG_NAME}$")
-    type: str = Field(description="JSON-schema type: string, integer, number, boolean, array")
-    description: str
-    required: bool
-    enum: list[Any] | None = None
-    items: dict[str, Any] | None = Field(None, description="JSON schema of an array's items")
-    argument_format: str = Field(
-        _DEFAULT_FORMAT, description="Jinja template rendering the (quoted) value in the command"
-    )
-
-
-class ToolSpec(BaseModel):
-    """One tool of a bundle: an executable ``bin/<name>`` and how the model calls it."""
-
-    model_config = ConfigDict(extra="forbid")
-    name: str = ""
-    signature: str | None = None
-    docstring: str | None
-    end_name: str | None = Field(None, description="multi-line tool: body ends with this line")
-    arguments: list[ToolArgument] = Field(default_factory=list)
-
-    @cached_property
-    def usage(self) -> str:
-        """The signature, or ``name <arg> [<optional>]`` built from the arguments."""
-        if self.signature:
-            return self.signature.strip()
-        parts = [self.name]
-        for arg in self.arguments:
-            parts.append(f"<{arg.name}>" if arg.required else f"[<{arg.name}>]")
-        if self.end_name and self.arguments:
-            body = parts.pop()
-            return " ".join(parts) + f"\n{body}\n{self.end_name}"
-        return " ".join(parts)
-
-
-class BundleConfig(BaseModel):
-    """A bundle's ``config.yaml``."""
-
-    model_config = ConfigDict(extra="forbid")
-    tools: dict[str, ToolSpec]
-    state_command: str | None = None
-    registry_variables: dict[str, Any] = Field(
-        default_factory=dict, description="written to the registry file before install.sh runs"
-    )
-
-
-@dataclass(frozen=True)
-class Bundle:
-    """A bundle folder and its validated config."""
-
-    path: Path
-    config: BundleConfig
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-    @classmethod
-    def load(cls, path: Path | str) -> Bundle:
-        path = Path(path).resolve()
-        where = f"tool bundle {path.name!r} ({path})"
-        config_file = path / "config.yaml"
-        if not path.is_dir():
-            raise ToolConfigError(f"{where}: no such folder; give --tools a bundle folder")
-        if not config_file.is_file():
-            raise ToolConfigError(f"{where}: config.yaml is missing; a bundle needs one")
-        try:
-            raw = yaml.safe_load(config_file.read_text(encoding="utf-8"))
-        except yaml.YAMLError as e:
-            raise ToolConfigError(f"{where}: config.yaml is not valid YAML: {e}") from None
-        try:
-            config = BundleConfig.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            raise ToolConfigError(
-                f"{where}: config.yaml field {field!r}: {err['msg'].lower()}"
-            ) from None
-        for name, tool in config.tools.items():
-            tool.name = name
-            _check_tool(where, tool)
-            exe = path / "bin" / name
-            if not exe.is_file():
-                raise ToolConfigError(
-                    f"{where}: tool {name!r} has no executable bin/{name}; add it or remove "
-                    f"the tool from config.yaml"
-                )
-        return cls(path=path, config=config)
-
-
-def _check_tool(where: str, tool: ToolSpec) -> None:
-    prefix = f"{where}: tool {tool.name!r}"
-    if tool.name == BASH_TOOL:
-        raise ToolConfigError(f"{prefix}: the name is taken by the built-in bash tool")
-    if not re.fullmatch(_ARG_NAME, tool.name):
-        raise ToolConfigError(f"{prefix}: the name must be letters, digits, '_' or '-'")
-    names = [a.name for a in tool.arguments]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ToolConfigError(f"{prefix}: field 'arguments' repeats {', '.join(duplicates)}")
-    seen_optional = None
-    for arg in tool.arguments:
-        if not arg.required:
-            seen_optional = seen_optional or arg.name
-        elif seen_optional:
-            raise ToolConfigError(
-                f"{prefix}: field 'arguments': required argument {arg.name!r} comes after "
-                f"optional argument {seen_optional!r}; required arguments must come first"
-            )
-    if tool.signature:
-        in_signature = [
-            m.group(2) or m.group(3) or m.group(4) for m in _PLACEHOLDER.finditer(tool.signature)
-        ]
-        if sorted(in_signature) != sorted(names):
-            raise ToolConfigError(
-                f"{prefix}: field 'signature' names {sorted(in_signature)} but 'arguments' "
-                f"declares {sorted(names)}; the signature must name exactly the arguments"
-            )
-    for arg in tool.arguments:
-        try:
-            _JINJA.from_string(arg.argument_format)
-        except jinja2.TemplateSyntaxError as e:
-            raise ToolConfigError(
-                f"{prefix}: argument {arg.name!r} field 'argument_format' is not a valid "
-                f"Jinja template: {e}"
-            ) from None
-
-
-# -- output sentinels -------------------------------------------------------------------------
-
-
-class OutputKind(StrEnum):
-    NORMAL = "normal"
-    SUBMISSION = "submission"
-    RETRY_WITH_OUTPUT = "retry_with_output"
-    RETRY_WITHOUT_OUTPUT = "retry_without_output"
-    EXIT_FORFEIT = "exit_forfeit"
-
-
-@dataclass(frozen=True)
-class ToolOutput:
-    """What a tool's output means to the loop."""
-
-    kind: OutputKind
-    #: The output with the sentinel lines removed.
-    text: str
-    #: For a submission: the patch (between the two sentinels, or after the only one).
-    patch: str | None = None
-
-
-def classify_output(output: str) -> ToolOutput:
-    """Recognise SWE-agent's sentinels in a command's output."""
-    if SUBMISSION in output:
-        before, _, rest = output.partition(SUBMISSION)
-        rest = rest.removeprefix("\r\n").removeprefix("\n")
-        patch, found, _after = rest.rpartition(SUBMISSION)
-        if not found:
-            patch = rest
-        return ToolOutput(OutputKind.SUBMISSION, before.strip(), patch)
-    for sentinel, kind in (
-        (EXIT_FORFEIT, OutputKind.EXIT_FORFEIT),
-        (RETRY_WITH_OUTPUT, OutputKind.RETRY_WITH_OUTPUT),
-        (RETRY_WITHOUT_OUTPUT, OutputKind.RETRY_WITHOUT_OUTPUT),
-    ):
-        if sentinel in output:
-            return ToolOutput(kind, output.replace(sentinel, "").strip())
-    return ToolOutput(OutputKind.NORMAL, output)
 
 
 # -- the toolset ------------------------------------------------------------------------------
@@ -271,7 +85,7 @@ _BASH_SPEC = ToolSpec(
             description="The bash command to run.",
             required=True,
             items=None,
-            argument_format=_DEFAULT_FORMAT,
+            argument_format=DEFAULT_FORMAT,
         )
     ],
 )
@@ -332,10 +146,10 @@ class Toolset:
     @property
     def variables(self) -> dict[str, Any]:
         """What ``{NAME}`` in a docstring becomes: env variables, then registry variables."""
-        values: dict[str, Any] = dict(self.env_variables)
-        for bundle in self.bundles:
-            values.update(bundle.config.registry_variables)
-        return {**values, **self.registry_variables}
+        return {
+            **self.env_variables,
+            **toolenv.registry_values(self.bundles, self.registry_variables),
+        }
 
     def describe(self, tool: ToolSpec) -> str:
         """The tool's docstring with ``{NAME}`` of a known scalar variable substituted."""
@@ -464,7 +278,7 @@ def _text_usage(tool: ToolSpec) -> str:
 
     def placeholder(arg: ToolArgument) -> str:
         value: Any = [f"<{arg.name}>"] if arg.type == "array" else f"<{arg.name}>"
-        shown = _JINJA.from_string(arg.argument_format).render(value=value)
+        shown = JINJA.from_string(arg.argument_format).render(value=value)
         return shown if arg.required else f"[{shown}]"
 
     by_name = {a.name: a for a in tool.arguments}
@@ -478,7 +292,7 @@ def _substitute(template: str, values: Mapping[str, str]) -> str:
         value = values.get(m.group(2) or m.group(3) or m.group(4), "")
         return f"{m.group(1)}{value}" if value else ""
 
-    return _PLACEHOLDER.sub(repl, template)
+    return PLACEHOLDER.sub(repl, template)
 
 
 def _coerce_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
@@ -585,6 +399,6 @@ def _format_arg(tool: ToolSpec, name: str, value: Any, *, quote: bool) -> str:
         return shlex.quote(str(v)) if quote else str(v)
 
     shown: Any = [q(v) for v in value] if isinstance(value, list) else q(value)
-    if isinstance(shown, list) and arg.argument_format == _DEFAULT_FORMAT:
+    if isinstance(shown, list) and arg.argument_format == DEFAULT_FORMAT:
         return " ".join(shown)
-    return _JINJA.from_string(arg.argument_format).render(value=shown)
+    return JINJA.from_string(arg.argument_format).render(value=shown)
