@@ -9,13 +9,15 @@ import logging
 import re
 import shlex
 import subprocess
+import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent.core.config import RunConfig, dump
+from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
 from agent.core.toolenv import sandbox_image
 from agent.core.tools import Toolset
@@ -24,15 +26,14 @@ from agent.models import GlobalStats, get_model
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
-from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from agent.pgs.records import PGSRecord
 from envs.errors import EnvError, NotAGitRepository
-from envs.local import LocalSandbox
+from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 if TYPE_CHECKING:
     from envs.images import RepoImageSpec
 
-Status = Callable[[str], None]
 logger = logging.getLogger(__name__)
 
 
@@ -117,30 +118,29 @@ def open_sandbox(
     config: RunConfig,
     repo: Path,
     run_id: str,
-    status: Status,
+    hooks: RunHook,
     image_spec: RepoImageSpec | None = None,
     toolset: Toolset | None = None,
 ) -> Sandbox:
-    """The run's sandbox; a Docker one starts from the image with ``toolset``'s bundles
+    """The run's sandbox (:func:`envs.registry.make_sandbox`). One that starts from an image
+    (Docker) gets the repository's image when none is given, with ``toolset``'s bundles
     installed when one has an install.sh (:func:`agent.core.toolenv.sandbox_image`)."""
-    box: Sandbox
-    if isinstance(config.sandbox, DockerSandboxConfig):
-        sandbox_config = config.sandbox
-        if not sandbox_config.image:
+    sandbox_config = config.sandbox
+    if sandbox_config.takes_image:
+        if not sandbox_config.image_tag():
             from envs.images import build_repo_image
 
-            status("preparing the repository image (cached after the first time)")
-            image = build_repo_image(repo, spec=image_spec, status=status, run_id=run_id)
-            sandbox_config = sandbox_config.model_copy(update={"image": image.tag})
-        if toolset is not None and sandbox_config.image:
-            tools_image = sandbox_image(sandbox_config.image, toolset, status)
-            sandbox_config = sandbox_config.model_copy(update={"image": tools_image})
-        status("starting the sandbox")
-        box = DockerSandbox(sandbox_config, run_id=run_id)
-    else:
-        box = LocalSandbox(repo, config.sandbox)
+            hooks.on_status("preparing the repository image (cached after the first time)")
+            image = build_repo_image(repo, spec=image_spec, status=hooks.on_status, run_id=run_id)
+            sandbox_config = sandbox_config.updated(image=image.tag)
+        tag = sandbox_config.image_tag()
+        if toolset is not None and tag:
+            tools_image = sandbox_image(tag, toolset, hooks.on_status)
+            sandbox_config = sandbox_config.updated(image=tools_image)
+        hooks.on_status("starting the sandbox")
+    box = make_sandbox(sandbox_config, repo=repo, run_id=run_id)
     try:
-        copied = isinstance(box, LocalSandbox) or _upload_if_missing(box, repo, status)
+        copied = sandbox_config.copies_repo or _upload_if_missing(box, repo, hooks)
         _carry_working_tree(box, repo, copied=copied)
     except BaseException:
         close_after_error(box)
@@ -157,7 +157,7 @@ def close_after_error(box: Sandbox) -> None:
         logger.warning("could not close the sandbox: %s", e)
 
 
-def _upload_if_missing(box: Sandbox, repo: Path, status: Status) -> bool:
+def _upload_if_missing(box: Sandbox, repo: Path, hooks: RunHook) -> bool:
     """Copy the host repository in when the image holds none at ``repo_path`` (a base image,
     an image of the user's own); True when it did. An image that holds the repository (one
     from ``pgs env build``) must hold it at the commit the user is on."""
@@ -173,7 +173,7 @@ def _upload_if_missing(box: Sandbox, repo: Path, status: Status) -> bool:
         return False
     from envs.images import recipe
 
-    status("copying the repository into the sandbox")
+    hooks.on_status("copying the repository into the sandbox")
     box.upload(repo, box.repo_path)
     # What repository images ignore (envs/recipes/pgs-gitignore): running Python or pytest in
     # the sandbox must not put __pycache__ into the patch. .git/info/exclude is the sandbox's.
@@ -202,6 +202,13 @@ def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
         "git add -A && git -c user.name=pgs -c user.email=pgs@localhost "
         "commit -q --no-verify -m 'pgs: uncommitted changes'"
     )
+
+
+def default_output_dir(model: str) -> Path:
+    """``trajectories/<time>-<model>-<random>``: two runs started in the same second get two
+    folders."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}-{uuid.uuid4().hex[:6]}"
 
 
 def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
@@ -234,7 +241,7 @@ def make_reviewer(
     toolset: Toolset,
     traj: Trajectory,
     global_stats: GlobalStats | None,
-    status: Status,
+    hooks: RunHook,
 ) -> PGS | None:
     """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone)."""
     pgs = config.pgs
@@ -249,7 +256,7 @@ def make_reviewer(
     )
 
     def on_review(text: str) -> None:
-        status(f"PGS: {text}")
+        hooks.on_status(f"PGS: {text}")
 
     return PGS(
         pgs,
@@ -269,11 +276,14 @@ def run_task(
     config: RunConfig,
     output_dir: Path,
     *,
-    status: Status = lambda _: None,
-    on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+    hooks: Iterable[RunHook] = (),
     global_stats: GlobalStats | None = None,
 ) -> RunResult:
+    """Run ``task``; ``hooks`` see it start, its progress, each step and its end
+    (:mod:`agent.core.hooks`)."""
     run_id = uuid.uuid4().hex[:12]
+    hook = Hooks(hooks)
+    hook.on_start(task, config)
     paths = output_paths(output_dir, task.instance_id)
     replay = dump(config)
     replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
@@ -288,10 +298,10 @@ def run_task(
         registry_variables=config.tools.registry_variables,
         env_variables=config.tools.env_variables,
     )
-    sandbox = open_sandbox(config, task.repo, run_id, status, task.image_spec, toolset)
+    sandbox = open_sandbox(config, task.repo, run_id, hook, task.image_spec, toolset)
     try:
-        status("the agent is working")
-        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, status)
+        hook.on_status("the agent is working")
+        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, hook)
         agent = Agent(
             config.agent,
             model,
@@ -299,7 +309,7 @@ def run_task(
             toolset,
             traj,
             function_calling=config.model.function_calling,
-            on_step=on_step,
+            on_step=hook.on_step,
             reviewer=reviewer,
         )
         result = agent.run(task.problem_statement)
@@ -317,6 +327,7 @@ def run_task(
         **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
     }
     write_atomic(paths["pred"], json.dumps(pred, indent=1))
+    hook.on_done(result, paths)
     return result
 
 
@@ -324,12 +335,8 @@ def usage(result: RunResult) -> dict[str, float]:
     """Tokens and cost of the whole run: the Generator's ``model_stats`` plus every Tester
     turn's (``pgs.tester``, ``pgs.tester_2``, ...)."""
     out = {"tokens_sent": 0.0, "tokens_received": 0.0, "instance_cost": 0.0, "tester_cost": 0.0}
-    pgs = result.trajectory.extra.get("pgs") or {}
-    testers = [
-        ((v or {}).get("info") or {}).get("model_stats")
-        for k, v in pgs.items()
-        if (k == "tester" or k.startswith("tester_")) and isinstance(v, dict)
-    ]
+    pgs = PGSRecord.from_trajectory(result.trajectory)
+    testers = [c.info.get("model_stats") for c in pgs.conversations().values()]
     runs = [(result.trajectory.info.get("model_stats"), False), *((t, True) for t in testers)]
     for stats, is_tester in runs:
         for key in ("tokens_sent", "tokens_received", "instance_cost"):

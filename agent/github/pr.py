@@ -1,132 +1,83 @@
 """``pgs run --issue https://github.com/OWNER/REPO/issues/N``: from a GitHub issue to a patch,
 and on request to a draft pull request (``--open-pr``) or a comment on the issue (``--comment``).
 
-Without either flag nothing is sent anywhere: the API only gets GETs. A pull request is opened
-only for a run that submitted a patch the PGS check passed (:func:`refusal`); ``--force``
-overrides the check (``--feedback none`` runs none), never an empty or unsubmitted patch.
+:func:`github_task` turns the URL into a task (the issue fetched, the repository cloned);
+:class:`OpenPRHook`, a run hook (:mod:`agent.core.hooks`) configured by a :class:`GitHubConfig`,
+sends the patch once the run is done. Without ``send`` nothing is sent anywhere: the API only
+gets GETs. A pull request is opened only for a run that submitted a patch the PGS check passed
+(:func:`refusal`); ``force`` (``--force``) overrides the check (``--feedback none`` runs none),
+never an empty or unsubmitted patch.
 """
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import os
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from agent.core.config import RunConfig
+from agent.core.hooks import RunHook
 from agent.core.loop import RunResult
-from agent.core.run import InputError, Task, apply_patch, check_repo, output_paths, usage
+from agent.core.run import InputError, Task, check_repo, usage
 from agent.github.client import (
     GitHub,
     Issue,
-    clone,
-    commit_patch,
     fetch_issue,
     looks_like_url,
     parse_issue_url,
     problem_statement,
-    push,
 )
+from agent.github.git import clone, commit_patch, push
+from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.pgs.report import CheckReport
 from envs.cli import print_error
-from envs.docker_sandbox import DockerSandboxConfig
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: GitHub refuses comments and PR bodies longer than 65536 characters.
 BODY_LIMIT = 60000
 
-RunFn = Callable[[Task, RunConfig, Path], RunResult]
-ReportFn = Callable[[RunResult, dict[str, Path]], None]
 
+class GitHubConfig(BaseModel):
+    """What ``pgs run`` does with a GitHub issue: where it clones, and whether a pull request
+    or a comment follows the run (the flags of its "GitHub issues" group)."""
 
-def add_github_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "GitHub issues",
-        "with --issue https://github.com/OWNER/REPO/issues/N (GITHUB_TOKEN for private "
-        "repositories and for writing; GITHUB_API_URL for GitHub Enterprise)",
+    model_config = ConfigDict(extra="forbid")
+    send: Literal["nothing", "pr", "comment"] = Field(
+        "nothing", description="after the run: open a draft PR (--open-pr), or comment"
     )
-    send = group.add_mutually_exclusive_group()
-    send.add_argument(
-        "--open-pr",
-        action="store_true",
-        help="push branch pgs/issue-N and open a draft pull request (checked patches only)",
-    )
-    send.add_argument(
-        "--comment", action="store_true", help="post the patch as a comment on the issue"
-    )
-    group.add_argument(
-        "--fork",
-        metavar="OWNER/REPO|URL",
-        help="push the branch to this fork (a GitHub repository or a git remote URL)",
-    )
-    group.add_argument(
-        "--base-commit", metavar="SHA", help="work at this commit (default: the default branch)"
-    )
-    group.add_argument(
-        "--workdir",
-        type=Path,
-        help="where the repository is cloned (default: OUTPUT_DIR/<id>/<repository name>)",
-    )
-    group.add_argument(
-        "--force",
-        action="store_true",
-        help="work on a closed or locked issue; open a PR or post a comment for a patch whose "
-        "PGS verdict is not passed",
-    )
-    parser.add_argument(
-        "--setup",
-        action="append",
-        metavar="CMD",
-        help="install command for the repository image, run in /repo while it is built (with "
-        "the host's network; repeatable; replaces the detected install)",
+    fork: str | None = Field(None, description="OWNER/REPO or git URL that --open-pr pushes to")
+    base_commit: str | None = Field(None, description="work at this commit of the clone")
+    workdir: Path | None = Field(None, description="where the repository is cloned")
+    force: bool = Field(
+        False, description="work on a closed or locked issue; send a patch not checked as passed"
     )
 
-
-def is_github_run(args: argparse.Namespace) -> bool:
-    return args.repo is None or looks_like_url(args.issue)
-
-
-def check_local_flags(args: argparse.Namespace) -> None:
-    """The GitHub-only flags, given to a run on a local issue."""
-    used = [
-        flag
-        for flag, value in (
-            ("--open-pr", args.open_pr),
-            ("--comment", args.comment),
-            ("--fork", args.fork),
-            ("--base-commit", args.base_commit),
-            ("--workdir", args.workdir),
+    def url_only_flags(self) -> list[str]:
+        """The flags given that only mean something with a GitHub issue URL."""
+        given = (
+            ("--open-pr", self.send == "pr"),
+            ("--comment", self.send == "comment"),
+            ("--fork", self.fork),
+            ("--base-commit", self.base_commit),
+            ("--workdir", self.workdir),
         )
-        if value
-    ]
+        return [flag for flag, value in given if value]
+
+
+def check_local_flags(github: GitHubConfig) -> None:
+    """The GitHub-only flags, given to a run on a local issue."""
+    used = github.url_only_flags()
     if used:
         raise InputError(
             f"{used[0]} needs a GitHub issue URL as --issue "
             "(https://github.com/OWNER/REPO/issues/N)"
         )
-
-
-def setup_spec(setup: list[str] | None, config: RunConfig) -> RepoImageSpec | None:
-    """``--setup`` commands as the repository image's install step, in place of the
-    detected one (the wheelhouse is still filled from the detected requirements)."""
-    if not setup:
-        return None
-    sandbox = config.sandbox
-    if not isinstance(sandbox, DockerSandboxConfig):
-        raise InputError("--setup installs into a Docker image: it needs --sandbox docker")
-    if sandbox.image:
-        raise InputError(
-            f"--setup installs into the repository image pgs builds, but --image {sandbox.image} "
-            "is given: drop one of them"
-        )
-    # The image adds pytest and Hypothesis for the Tester after these commands.
-    return RepoImageSpec.checked({"install": list(setup)}, source="--setup")
 
 
 def refusal(result: RunResult, *, force: bool) -> str | None:
@@ -135,76 +86,102 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
         return "the run produced no patch"
     if result.exit_status != "submitted":
         return f"the run ended with {result.exit_status}, not a submitted patch"
-    pgs = result.trajectory.extra.get("pgs") or {}
+    pgs = PGSRecord.from_trajectory(result.trajectory)
     if force:
         return None
-    if pgs.get("mode", "none") == "none":
+    if pgs.mode == "none":
         return "no check ran (--feedback none): pass --force anyway"
-    verdict = pgs.get("verdict", "unchecked")
-    if verdict != "passed":
-        why = pgs.get("verdict_reason") or "no issue property passed"
-        return f"the PGS verdict is {verdict}, not passed ({why}): pass --force anyway"
+    if pgs.verdict != "passed":
+        why = pgs.verdict_reason or "no issue property passed"
+        return f"the PGS verdict is {pgs.verdict}, not passed ({why}): pass --force anyway"
     return None
 
 
-def run_github_issue(
-    args: argparse.Namespace,
+def github_task(
+    url: str,
+    github: GitHubConfig,
     config: RunConfig,
     output_dir: Path,
-    image_spec: RepoImageSpec | None,
-    run: RunFn,
-    report: ReportFn,
-) -> int:
-    """The whole path: URL → issue → clone → run → patch → (PR | comment)."""
-    if not looks_like_url(args.issue):
+    *,
+    repo: Path | None = None,
+    allow_dirty: bool = False,
+    image_spec: RepoImageSpec | None = None,
+) -> tuple[Task, OpenPRHook]:
+    """URL → issue → clone (or ``repo``) → the task, and the hook that sends the patch
+    (:class:`OpenPRHook`; it sends nothing unless ``github.send`` says so)."""
+    if not looks_like_url(url):
         raise InputError(
             "without --repo, --issue must be a GitHub issue URL "
-            f"(https://github.com/OWNER/REPO/issues/N), not {args.issue[:60]!r}"
+            f"(https://github.com/OWNER/REPO/issues/N), not {url[:60]!r}"
         )
-    ref = parse_issue_url(args.issue)
-    if (args.open_pr or args.comment) and config.pgs.feedback == "none" and not args.force:
+    ref = parse_issue_url(url)
+    if github.send != "nothing" and config.pgs.feedback == "none" and not github.force:
         raise InputError(
             "no pull request or comment without a check: --feedback none runs none; pass "
             "--force to send it anyway, or leave --feedback at its default"
         )
-    if args.fork and not args.open_pr:
+    if github.fork and github.send != "pr":
         raise InputError("--fork is where --open-pr pushes: pass --open-pr too")
-    if args.repo is not None and (args.workdir or args.base_commit):
+    if repo is not None and (github.workdir or github.base_commit):
         raise InputError("--workdir and --base-commit choose the clone pgs makes: omit --repo")
     token = os.environ.get("GITHUB_TOKEN") or None
     client = GitHub.from_env()
     issue = fetch_issue(client, ref)
-    _check_open(issue, force=args.force)
+    _check_open(issue, force=github.force)
     instance_id = f"{ref.owner}__{ref.name}-{ref.number}"
-    if args.repo is not None:
-        repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+    if repo is not None:
+        repo = check_repo(repo, allow_dirty=allow_dirty)
     else:
-        dest = args.workdir or output_dir / instance_id / ref.name
-        repo = clone(issue.repo, dest, commit=args.base_commit, token=token)
+        dest = github.workdir or output_dir / instance_id / ref.name
+        repo = clone(issue.repo, dest, commit=github.base_commit, token=token)
         err.print(f"cloned {issue.repo.clone_url} into {repo}")
     task = Task(instance_id, problem_statement(issue), repo, image_spec=image_spec)
-    result = run(task, config, output_dir)
-    paths = output_paths(output_dir, instance_id)
-    report(result, paths)
-    code = 0 if result.exit_status == "submitted" else 1
-    if args.open_pr:
-        reason = refusal(result, force=args.force)
-        if reason:
-            print_error(f"no pull request opened: {reason}; the patch is in {paths['patch']}")
-            return 1
-        url = open_pull_request(client, issue, repo, result, args.fork, token, config)
-        err.print(f"opened a draft pull request: {url}")
-    elif args.comment:
-        reason = refusal(result, force=args.force)
-        if reason:
-            print_error(f"no comment posted: {reason}; the patch is in {paths['patch']}")
-            return 1
-        posted = client.create_comment(ref, comment_body(issue, result))
-        err.print(f"posted the patch on the issue: {posted.get('html_url', ref)}")
-    if args.apply and result.submission.strip():
-        apply_patch(repo, result.submission)
-        err.print(f"applied the patch to {repo}")
-    return code
+    return task, OpenPRHook(github, client, issue, token)
+
+
+class OpenPRHook(RunHook):
+    """After the run: a draft pull request (``send="pr"``) or a comment on the issue
+    (``"comment"``), for a patch :func:`refusal` lets through. A refusal is one ``pgs: error:``
+    line and :attr:`refused` holds why (``pgs run`` then exits with 1)."""
+
+    def __init__(
+        self, github: GitHubConfig, client: GitHub, issue: Issue, token: str | None = None
+    ) -> None:
+        self.github = github
+        self.client = client
+        self.issue = issue
+        self.token = token
+        self.refused: str | None = None
+        #: The pull request's or the comment's URL, once sent.
+        self.url: str | None = None
+        self._task: Task | None = None
+        self._config: RunConfig | None = None
+
+    def on_start(self, task: Task, config: RunConfig) -> None:
+        self._task, self._config = task, config
+
+    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+        if self.github.send == "nothing" or self._task is None or self._config is None:
+            return
+        what = "no pull request opened" if self.github.send == "pr" else "no comment posted"
+        self.refused = refusal(result, force=self.github.force)
+        if self.refused:
+            print_error(f"{what}: {self.refused}; the patch is in {paths['patch']}")
+        elif self.github.send == "pr":
+            self.url = open_pull_request(
+                self.client,
+                self.issue,
+                self._task.repo,
+                result,
+                self.github.fork,
+                self.token,
+                self._config,
+            )
+            err.print(f"opened a draft pull request: {self.url}")
+        else:
+            posted = self.client.create_comment(self.issue.ref, comment_body(self.issue, result))
+            self.url = str(posted.get("html_url", self.issue.ref))
+            err.print(f"posted the patch on the issue: {self.url}")
 
 
 def _check_open(issue: Issue, *, force: bool) -> None:
@@ -285,49 +262,44 @@ def change_summary(patch: str) -> list[str]:
     return lines
 
 
-def _final_report(pgs: dict[str, Any]) -> dict[str, Any]:
-    rounds = pgs.get("rounds") or []
-    report: dict[str, Any] = (rounds[-1].get("report") if rounds else None) or {}
-    return report
+def _final_report(pgs: PGSRecord) -> CheckReport:
+    return (pgs.rounds[-1].report if pgs.rounds else None) or CheckReport()
 
 
 def evidence(result: RunResult) -> list[str]:
     """Markdown lines: the Tester's properties and whether they pass, the tests that ran."""
-    pgs = result.trajectory.extra.get("pgs") or {}
-    mode = pgs.get("mode", "none")
-    if mode == "none":
+    pgs = PGSRecord.from_trajectory(result.trajectory)
+    if pgs.mode == "none":
         return ["No check ran (`--feedback none`): this patch was not tested by pgs."]
-    rounds = pgs.get("rounds") or []
-    feedback = sum(1 for r in rounds if r.get("feedback"))
+    rounds = pgs.rounds
+    feedback = len(pgs.feedback_rounds())
     lines = [
-        f"PGS (`{mode}`) verdict: **{pgs.get('verdict', 'unchecked')}**, after {len(rounds)} "
+        f"PGS (`{pgs.mode}`) verdict: **{pgs.verdict}**, after {len(rounds)} "
         f"checked candidate{'s' if len(rounds) != 1 else ''} and {feedback} feedback "
         f"message{'s' if feedback != 1 else ''}.",
         "",
-        f"Why: {pgs.get('verdict_reason') or 'not recorded'}. {VERDICTS}",
+        f"Why: {pgs.verdict_reason or 'not recorded'}. {VERDICTS}",
     ]
-    results = _final_report(pgs).get("results") or []
-    outcome = {r["nodeid"]: r for r in results}
-    validation = pgs.get("validation") or {}
-    kept = validation.get("kept") or []
-    dropped = validation.get("dropped") or []
-    if kept or dropped:
+    results = _final_report(pgs).results
+    outcome = {r.nodeid: r for r in results}
+    validation = pgs.validation or ValidationRecord()
+    if validation.kept or validation.dropped:
         lines += ["", "Properties the Tester wrote (validated on the original code first):", ""]
-        for nodeid in kept:
-            r = outcome.get(nodeid, {})
-            mark = {"passed": "passes", None: "not run"}.get(r.get("outcome"), "FAILS")
-            kind = f"{r['kind']} property" if r.get("kind") else "property"
-            rule = f": {r['rule']}" if r.get("rule") else ""
+        for nodeid in validation.kept:
+            r = outcome.get(nodeid)
+            mark = "not run" if r is None else "passes" if r.outcome == "passed" else "FAILS"
+            kind = f"{r.kind} property" if r is not None else "property"
+            rule = f": {r.rule}" if r is not None and r.rule else ""
             lines.append(f"- `{nodeid}` ({kind}{rule}) — {mark} on the patch")
-        for d in dropped:
-            lines.append(f"- `{d.get('nodeid')}` — dropped: {d.get('reason')}")
-    elif pgs.get("properties") is not None:
+        for d in validation.dropped:
+            lines.append(f"- `{d.nodeid}` — dropped: {d.reason}")
+    elif pgs.properties is not None:
         lines += ["", "The Tester wrote no property that survived validation."]
-    tests = [r for r in results if r.get("kind") == "repo"]
+    tests = [r for r in results if r.kind == "repo"]
     if tests:
-        passed = sum(1 for r in tests if r.get("outcome") == "passed")
+        passed = sum(1 for r in tests if r.outcome == "passed")
         lines += ["", f"Repository tests run on the patch: {len(tests)} ({passed} passed)", ""]
-        lines += [f"- `{r['nodeid']}` {r.get('outcome')}" for r in tests[:30]]
+        lines += [f"- `{r.nodeid}` {r.outcome}" for r in tests[:30]]
         if len(tests) > 30:
             lines.append(f"- ... and {len(tests) - 30} more")
     else:
@@ -376,11 +348,11 @@ def pr_body(issue: Issue, result: RunResult, config: RunConfig) -> str:
 
 
 def comment_body(issue: Issue, result: RunResult) -> str:
-    pgs = result.trajectory.extra.get("pgs") or {}
+    pgs = PGSRecord.from_trajectory(result.trajectory)
     check = (
         "not checked (`--feedback none`)"
-        if pgs.get("mode", "none") == "none"
-        else f"PGS verdict: **{pgs.get('verdict', 'unchecked')}**: {pgs.get('verdict_reason')}"
+        if pgs.mode == "none"
+        else f"PGS verdict: **{pgs.verdict}**: {pgs.verdict_reason}"
     )
     patch = result.submission
     head = (
@@ -390,7 +362,3 @@ def comment_body(issue: Issue, result: RunResult) -> str:
     room = BODY_LIMIT - len(head) - 200
     cut = "" if len(patch) <= room else "\n\n(the patch is cut: it is longer than a comment)"
     return f"{head}\n\n```diff\n{patch[:room].rstrip()}\n```{cut}"
-
-
-def with_image_spec(task: Task, spec: RepoImageSpec | None) -> Task:
-    return dataclasses.replace(task, image_spec=spec) if spec else task

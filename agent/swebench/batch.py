@@ -19,9 +19,11 @@ prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedbac
 Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
 skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
 instance (a failed image build, a sandbox error) is recorded as ``exit_error`` with its message
-in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :func:`agent.cli.
-stop_signals`) once: no new instance starts, the running ones finish, exit code 130; twice: stop
-now (containers of running instances are removed; a repeated SIGHUP is ignored).
+in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`)
+once: no new instance starts, the running ones finish, exit code 130; twice: stop now
+(containers of running instances are removed; a repeated SIGHUP is ignored). Each instance's
+progress row is a run hook (:class:`agent.swebench.progress.SlotHook`); the command itself is
+:mod:`agent.cli.batch`.
 
 Where instances run is an :class:`~agent.swebench.executors.Executor`: threads here (the default),
 or Ray tasks on a cluster (``--executor ray``), which run :func:`run_detached` in a scratch folder
@@ -31,7 +33,6 @@ reaches ``--model.total-cost-limit`` (each task carries the budget left)."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -43,13 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.live import Live
-from rich.table import Table
-from rich.text import Text
 
-from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
-from agent.core.loop import Agent
+from agent.core.config import RunConfig
+from agent.core.errors import INTERRUPTED
 from agent.core.run import Task, output_paths, run_task
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
@@ -58,18 +57,12 @@ from agent.swebench import (
     TESTBED,
     Environments,
     Instance,
-    InstanceError,
     find_mirror,
-    load_hub_dataset,
-    load_instances,
     official,
-    parse_python_map,
-    select,
     working_tree,
 )
-from agent.swebench.evaluate import add_environment_flags
-from agent.swebench.executors import Executor, LocalExecutor, add_executor_flags, make_executor
-from envs.docker_sandbox import DockerSandboxConfig
+from agent.swebench.executors import Executor, LocalExecutor
+from agent.swebench.progress import Progress, SlotHook
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -85,42 +78,6 @@ def finished_status(traj_path: Path) -> str | None:
         return None
     status = (data.get("info") or {}).get("exit_status")
     return str(status) if status and status not in UNFINISHED else None
-
-
-@dataclass
-class Progress:
-    """What the live display shows; updated from the worker threads under ``lock``."""
-
-    total: int
-    workers: int
-    stats: GlobalStats
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    started: float = field(default_factory=time.monotonic)
-    done: int = 0
-    failed: int = 0
-    durations: list[float] = field(default_factory=list)
-    slots: dict[int, tuple[str, str]] = field(default_factory=dict)
-    statuses: Counter[str] = field(default_factory=Counter)
-
-    def eta(self) -> str:
-        left = self.total - self.done
-        if not self.durations or left <= 0:
-            return "-"
-        mean = sum(self.durations) / len(self.durations)
-        seconds = mean * left / max(1, min(self.workers, left))
-        return f"{seconds / 60:.0f}m" if seconds >= 90 else f"{seconds:.0f}s"
-
-    def render(self) -> Group:
-        with self.lock:
-            head = Text(
-                f"{self.done}/{self.total} done | {len(self.slots)} running | "
-                f"{self.failed} failed | ${self.stats.total_cost:.2f} spent | "
-                f"ETA {self.eta()} | {time.monotonic() - self.started:.0f}s"
-            )
-            table = Table(show_header=False, box=None, pad_edge=False)
-            for slot, (iid, text) in sorted(self.slots.items()):
-                table.add_row(f"[{slot + 1}]", iid, text[:90])
-        return Group(head, table)
 
 
 @dataclass
@@ -183,23 +140,15 @@ class Batch:
     def run_one(self, instance: Instance, slot: int, progress: Progress) -> str:
         iid = instance.instance_id
         started = time.monotonic()
-
-        def status(text: str) -> None:
-            with progress.lock:
-                progress.slots[slot] = (iid, text)
-
-        def on_step(agent: Agent, step: dict[str, Any]) -> None:
-            action = step["action"].splitlines()[0][:70] if step.get("action") else ""
-            status(f"step {agent.steps} | {action}")
-
+        hook = SlotHook(progress, slot, iid)
         limit = self.config.model.total_cost_limit
         if self.stop.is_set():
             return "not started"
         if limit and self.stats.total_cost >= limit:
             return "not started (total cost limit)"
-        status("starting")
+        hook.on_status("starting")
         try:
-            exit_status, patch = self._run(instance, status, on_step)
+            exit_status, patch = self._run(instance, hook)
         except KeyboardInterrupt:
             raise
         except Exception as e:
@@ -234,19 +183,21 @@ class Batch:
             **prediction_fields(data, mode=self.config.pgs.feedback),
         }
 
-    def _run(self, instance: Instance, status: Any, on_step: Any) -> tuple[str, str]:
+    def _run(self, instance: Instance, hook: SlotHook) -> tuple[str, str]:
         config = self.config
+        status = hook.on_status
         with tempfile.TemporaryDirectory(prefix=f"pgs-{instance.instance_id[:40]}-") as tmp:
             status("preparing the repository")
             mirror = find_mirror(instance, self.envs.repos_dir, status)
             tree = working_tree(instance, mirror, Path(tmp) / "repo")
-            if isinstance(config.sandbox, DockerSandboxConfig):
+            if config.sandbox.takes_image:  # the instance image, the repository at /testbed
                 image = self.envs.image(instance, status)
                 update: dict[str, Any] = {"image": image.tag, "repo_path": TESTBED}
                 if self.envs.image_source == "official":
+                    env = config.sandbox.model_dump().get("env") or {}
                     update["python"] = official.SANDBOX_PYTHON
-                    update["env"] = {**official.SANDBOX_ENV, **config.sandbox.env}
-                sandbox = config.sandbox.model_copy(update=update)
+                    update["env"] = {**official.SANDBOX_ENV, **env}
+                sandbox = config.sandbox.updated(**update)
                 config = config.model_copy(update={"sandbox": sandbox})
             problem = instance.problem_statement
             if self.hints and instance.hints_text.strip():
@@ -256,8 +207,7 @@ class Batch:
                 task,
                 config,
                 self.output_dir,
-                status=status,
-                on_step=on_step,
+                hooks=[hook],
                 global_stats=self.stats,
             )
         return result.exit_status, result.submission
@@ -415,7 +365,6 @@ class Batch:
 
     def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
-        from agent.cli import INTERRUPTED
         from envs.docker_util import LABEL, PID_LABEL, docker_client
 
         self.abandoning.set()
@@ -473,113 +422,4 @@ def run_detached(
         batch.stats.api_calls,
         time.monotonic() - started,
         f"{socket.gethostname()}:{os.getpid()}",
-    )
-
-
-# -- pgs batch --------------------------------------------------------------------------------
-
-
-def register_batch(commands: Any) -> None:
-    parser = commands.add_parser(
-        "batch",
-        help="run the agent over SWE-bench instances (resumable, N at a time)",
-        description="Run the agent over SWE-bench instances, each in its own container of "
-        "its instance image, and write <id>/<id>.traj/.patch/.pred and preds.json. Records "
-        "from a repository swebench does not know carry their environment themselves: "
-        "python, requirements, pip_packages, pre_install, install, test_cmd (or eval_script), "
-        "log_parser.",
-    )
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--instances", type=Path, help="SWE-bench records: JSON list or JSONL")
-    source.add_argument(
-        "--dataset", help="a dataset on the Hugging Face hub (needs the network and `datasets`)"
-    )
-    parser.add_argument("--split", default="test", help="split of --dataset (default: test)")
-    parser.add_argument("--filter", help="regular expression on instance ids")
-    parser.add_argument("--slice", dest="slice_", metavar="A:B", help="instances A to B-1")
-    parser.add_argument("--shuffle", action="store_true", help="shuffle before slicing")
-    parser.add_argument("--seed", type=int, default=42, help="seed of --shuffle")
-    parser.add_argument("--workers", type=int, default=1, help="instances run at once")
-    add_executor_flags(parser)
-    parser.add_argument(
-        "--output-dir",
-        type=Path,
-        help="default: a new folder trajectories/<time>-<model>-<random>; give the folder of "
-        "an earlier batch to resume it",
-    )
-    parser.add_argument("--redo", action="store_true", help="rerun finished instances too")
-    parser.add_argument(
-        "--hints", action="store_true", help="append each instance's hints_text to the issue"
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        action="append",
-        help="YAML file with the run's sections; repeat it to stack files, later ones win",
-    )
-    add_environment_flags(parser)
-    add_config_flags(parser)
-    parser.set_defaults(func=cmd_batch)
-
-
-def cmd_batch(args: argparse.Namespace) -> int:
-    from agent.cli import INTERRUPTED, default_output_dir
-
-    config = load_config(args.config, flag_overrides(args))
-    if args.workers < 1:
-        raise InstanceError("--workers must be at least 1")
-    if args.instances is not None:
-        instances = load_instances(args.instances)
-    else:
-        instances = load_hub_dataset(args.dataset, args.split)
-    chosen = select(
-        instances, pattern=args.filter, slice_=args.slice_, shuffle=args.shuffle, seed=args.seed
-    )
-    if not chosen:
-        raise InstanceError("no instance left after --filter / --slice")
-    output_dir = args.output_dir or default_output_dir(config.model.name)
-    envs = Environments(
-        args.repos_dir,
-        parse_python_map(args.python_map),
-        args.image_source,
-        registry=args.registry,
-    )
-    batch = Batch(
-        chosen,
-        config,
-        output_dir,
-        envs,
-        hints=args.hints,
-        redo=args.redo,
-        workers=args.workers,
-    )
-    executor = make_executor(args.executor, args.workers, args.ray_address)
-    err.print(
-        f"{len(chosen)} instances, {args.workers} workers ({args.executor}), output in {output_dir}"
-    )
-    statuses, skipped = batch.run(executor=executor)
-    print_statuses(statuses, skipped, batch)
-    if batch.stop.is_set():
-        err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")
-        return INTERRUPTED
-    failed = sum(n for s, n in statuses.items() if not s.startswith(("submitted", "not started")))
-    return 1 if failed else 0
-
-
-def print_statuses(statuses: Counter[str], skipped: list[str], batch: Batch) -> None:
-    table = Table(title="exit statuses", title_justify="left")
-    table.add_column("exit status")
-    table.add_column("instances", justify="right")
-    for status, count in statuses.most_common():
-        table.add_row(status, str(count))
-    if skipped:
-        table.add_row("finished before (skipped)", str(len(skipped)))
-    err.print(table)
-    verdicts = Counter(str(p.get("pgs_verdict") or "unchecked") for p in batch.preds.values())
-    if verdicts:
-        shown = ", ".join(f"{v} {n}" for v, n in verdicts.most_common())
-        err.print(f"PGS verdicts ({batch.config.pgs.feedback}): {shown}")
-    err.print(
-        f"cost: ${batch.stats.total_cost:.4f} | predictions: {len(batch.preds)} in "
-        f"{batch.preds_path}"
     )

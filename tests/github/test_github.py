@@ -636,7 +636,7 @@ def test_open_pr_from_a_fork_pushes_there_and_names_the_fork_owner_in_head(
 
 
 def test_the_token_goes_in_a_header_for_https_remotes_only() -> None:
-    from agent.github.client import git_env
+    from agent.github.git import git_env
 
     env = git_env("https://github.com/octo/textutil.git", "s3cret")
     assert env["GIT_CONFIG_KEY_0"] == "http.extraHeader"

@@ -1,0 +1,93 @@
+"""``pgs report``: Self-Edit and PGS side by side, one row per feedback mode
+(:mod:`agent.pgs.compare`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from agent.pgs.compare import LABELS, VERDICTS, ReportError, compare
+from envs.cli import USER_ERROR, print_error
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "report",
+        help="compare runs side by side per feedback mode (Self-Edit vs PGS)",
+        description="Compare `pgs batch` runs per feedback mode, as the PGS paper's Table 7 "
+        "does: for each mode (none, io = Self-Edit, property, property-min = PGS) the "
+        "instances, how many the evaluation resolved, the Tester's verdicts, the feedback "
+        "rounds and their tokens, and the cost (Generator + Tester). Each RUN_DIR is the "
+        "--output-dir of a `pgs batch` (preds.json and <id>/<id>.traj); the resolved count "
+        "comes from a `pgs eval` summary inside it, e.g. after `pgs eval --predictions "
+        "RUN_DIR/preds.json --report-dir RUN_DIR/eval` (without one: '-').",
+        epilog="example: pgs batch ... --feedback io --output-dir runs/io; pgs batch ... "
+        "--feedback property-min --output-dir runs/pgs; pgs report runs/io runs/pgs",
+    )
+    parser.add_argument(
+        "run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="a `pgs batch` output folder"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the comparison as JSON (modes, runs, and one entry per instance)",
+    )
+    parser.set_defaults(func=cmd_report)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    try:
+        result = compare(args.run_dirs)
+    except ReportError as e:
+        print_error(str(e))
+        return USER_ERROR
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_comparison(result)
+    return 0
+
+
+def print_comparison(result: dict[str, Any]) -> None:
+    table = Table(title="feedback modes side by side", title_justify="left")
+    for column in ("mode", "instances", "resolved", *VERDICTS):
+        table.add_column(column, justify="left" if column == "mode" else "right")
+    for column in (
+        "rounds (mean / total)",
+        "feedback tokens (mean / total)",
+        "cost (total / mean)",
+    ):
+        table.add_column(column, justify="right")
+    for row in result["modes"]:
+        resolved = "-" if row["resolved"] is None else f"{row['resolved']}/{row['instances']}"
+        if row["resolved"] is not None and row["graded"] < row["instances"]:
+            resolved += f" ({row['graded']} graded)"
+        unchecked_mode = row["mode"] == "none"  # no Tester: no verdict to count
+        rounds, tokens, cost = row["rounds"], row["feedback_tokens"], row["cost"]
+        table.add_row(
+            LABELS.get(row["mode"], row["mode"]),
+            str(row["instances"]),
+            resolved,
+            *("-" if unchecked_mode else str(row["verdicts"][v]) for v in VERDICTS),
+            f"{rounds['mean']:.2f} / {rounds['total']}",
+            f"{tokens['mean']:.1f} / {tokens['total']}",
+            f"${cost['total']:.4f} / ${cost['mean']:.4f}",
+        )
+    out = Console(highlight=False)
+    if not out.is_terminal:  # a log file: never wrapped
+        out = Console(highlight=False, width=200)
+    out.print(table)
+    for run in result["runs"]:
+        report = run["eval_report"] or "no eval report (resolved: -)"
+        err.print(
+            f"{run['dir']}: {run['instances']} instances, {', '.join(run['modes'])}; {report}"
+        )
+        for note in run["notes"]:
+            err.print(f"  note: {note}")

@@ -1,0 +1,285 @@
+"""``pgs run``: fix one issue in a local repository, or from a GitHub issue URL.
+
+The run goes through :func:`agent.core.run.run_task` with its hooks: :class:`TerminalHook`
+(the spinner on stderr, then the report) and, for a GitHub issue,
+:class:`agent.github.pr.OpenPRHook` (``--open-pr`` / ``--comment``). The patch goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.status import Status
+
+from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
+from agent.core.hooks import RunHook
+from agent.core.loop import Agent, RunResult
+from agent.core.run import (
+    InputError,
+    Task,
+    apply_patch,
+    check_output_dir,
+    check_repo,
+    default_output_dir,
+    load_issue,
+    output_paths,
+    run_task,
+    usage,
+)
+from agent.github.client import looks_like_url
+from agent.github.pr import GitHubConfig, check_local_flags, github_task
+from agent.pgs.records import PGSRecord, ValidationRecord
+from envs.images import RepoImageSpec
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def register(subparsers: Any) -> None:
+    run = subparsers.add_parser(
+        "run",
+        help="fix one issue in a local repository or from a GitHub issue URL",
+        description="Fix an issue in a local git repository and write the patch and trajectory.",
+    )
+    run.add_argument(
+        "--repo", type=Path, help="path of the git repository (omit with a GitHub issue URL)"
+    )
+    run.add_argument(
+        "--issue",
+        required=True,
+        help="a file holding the issue (a single word ending in .md or .txt, or holding a "
+        "'/', must be an existing file), the issue's text, or a GitHub issue URL "
+        "(https://github.com/OWNER/REPO/issues/N: the repository is cloned)",
+    )
+    run.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML file with model/agent/sandbox/tools/pgs sections, over the shipped defaults "
+        "(agent/config/default.yaml); repeat it to stack files, later ones win",
+    )
+    run.add_argument(
+        "--output-dir",
+        type=Path,
+        help="where <id>/<id>.traj, .patch, .pred go (default: a new folder "
+        "trajectories/<time>-<model>-<random>); a folder holding a run of the same issue is "
+        "refused unless --overwrite",
+    )
+    run.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the results of a previous run of the same issue in --output-dir",
+    )
+    run.add_argument("--apply", action="store_true", help="apply the patch to --repo at the end")
+    run.add_argument(
+        "--allow-dirty", action="store_true", help="work on top of uncommitted changes"
+    )
+    add_github_flags(run)
+    add_config_flags(run)
+    run.set_defaults(func=cmd_run)
+
+
+def add_github_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "GitHub issues",
+        "with --issue https://github.com/OWNER/REPO/issues/N (GITHUB_TOKEN for private "
+        "repositories and for writing; GITHUB_API_URL for GitHub Enterprise)",
+    )
+    send = group.add_mutually_exclusive_group()
+    send.add_argument(
+        "--open-pr",
+        action="store_true",
+        help="push branch pgs/issue-N and open a draft pull request (checked patches only)",
+    )
+    send.add_argument(
+        "--comment", action="store_true", help="post the patch as a comment on the issue"
+    )
+    group.add_argument(
+        "--fork",
+        metavar="OWNER/REPO|URL",
+        help="push the branch to this fork (a GitHub repository or a git remote URL)",
+    )
+    group.add_argument(
+        "--base-commit", metavar="SHA", help="work at this commit (default: the default branch)"
+    )
+    group.add_argument(
+        "--workdir",
+        type=Path,
+        help="where the repository is cloned (default: OUTPUT_DIR/<id>/<repository name>)",
+    )
+    group.add_argument(
+        "--force",
+        action="store_true",
+        help="work on a closed or locked issue; open a PR or post a comment for a patch whose "
+        "PGS verdict is not passed",
+    )
+    parser.add_argument(
+        "--setup",
+        action="append",
+        metavar="CMD",
+        help="install command for the repository image, run in /repo while it is built (with "
+        "the host's network; repeatable; replaces the detected install)",
+    )
+
+
+def github_config(args: argparse.Namespace) -> GitHubConfig:
+    """The "GitHub issues" flags as the config of :class:`agent.github.pr.OpenPRHook`."""
+    send = "pr" if args.open_pr else "comment" if args.comment else "nothing"
+    return GitHubConfig(
+        send=send,
+        fork=args.fork,
+        base_commit=args.base_commit,
+        workdir=args.workdir,
+        force=args.force,
+    )
+
+
+def setup_spec(setup: list[str] | None, config: RunConfig) -> RepoImageSpec | None:
+    """``--setup`` commands as the repository image's install step, in place of the
+    detected one (the wheelhouse is still filled from the detected requirements)."""
+    if not setup:
+        return None
+    sandbox = config.sandbox
+    if not sandbox.takes_image:
+        raise InputError("--setup installs into a Docker image: it needs --sandbox docker")
+    if sandbox.image_tag():
+        raise InputError(
+            f"--setup installs into the repository image pgs builds, but --image "
+            f"{sandbox.image_tag()} is given: drop one of them"
+        )
+    # The image adds pytest and Hypothesis for the Tester after these commands.
+    return RepoImageSpec.checked({"install": list(setup)}, source="--setup")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, flag_overrides(args))
+    output_dir = args.output_dir or default_output_dir(config.model.name)
+    image_spec = setup_spec(args.setup, config)
+    github = github_config(args)
+    hooks: list[RunHook] = []
+    if args.repo is None or looks_like_url(args.issue):  # agent/github/pr.py clones
+        task, pr_hook = github_task(
+            args.issue,
+            github,
+            config,
+            output_dir,
+            repo=args.repo,
+            allow_dirty=args.allow_dirty,
+            image_spec=image_spec,
+        )
+        hooks.append(pr_hook)
+        repo = task.repo
+    else:
+        check_local_flags(github)
+        pr_hook = None
+        repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+        task = load_issue(args.issue, repo)
+        if image_spec:
+            task = dataclasses.replace(task, image_spec=image_spec)
+    result = run_with_progress(task, config, output_dir, overwrite=args.overwrite, hooks=hooks)
+    if pr_hook is not None and pr_hook.refused:
+        return 1
+    if args.apply and result.submission.strip():
+        apply_patch(repo, result.submission)
+        err.print(f"applied the patch to {repo}")
+    return 0 if result.exit_status == "submitted" else 1
+
+
+class TerminalHook(RunHook):
+    """``pgs run``'s spinner on stderr: what the run does, then each step (its action, tokens,
+    cost, time); at the end the report (:func:`report`), before any later hook sends the
+    patch."""
+
+    def __init__(self, console: Console = err) -> None:
+        self.console = console
+        self.spinner: Status | None = None
+        self.instance_id = ""
+        self.started = time.monotonic()
+
+    def on_start(self, task: Task, config: RunConfig) -> None:
+        self.instance_id = task.instance_id
+        self.started = time.monotonic()
+        self.spinner = self.console.status(f"{task.instance_id}: starting")
+        self.spinner.start()
+
+    def on_status(self, text: str) -> None:
+        if self.spinner is not None:
+            self.spinner.update(f"{self.instance_id}: {text}")
+
+    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+        stats = agent.model.stats
+        action = step["action"].splitlines()[0][:70] if step["action"] else ""
+        if self.spinner is not None:
+            self.spinner.update(
+                f"step {agent.steps} | {action} | {stats.tokens_sent + stats.tokens_received} "
+                f"tokens | ${stats.instance_cost:.3f} | {time.monotonic() - self.started:.0f}s"
+            )
+
+    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+        self.close()
+        report(result, paths, self.console)
+
+    def close(self) -> None:
+        if self.spinner is not None:
+            self.spinner.stop()
+            self.spinner = None
+
+
+def run_with_progress(
+    task: Task,
+    config: RunConfig,
+    output_dir: Path,
+    *,
+    overwrite: bool = False,
+    hooks: Sequence[RunHook] = (),
+) -> RunResult:
+    """:func:`run_task` with the spinner and the report (:class:`TerminalHook`) first, then
+    ``hooks``."""
+    check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
+    terminal = TerminalHook()
+    try:
+        return run_task(task, config, output_dir, hooks=[terminal, *hooks])
+    except KeyboardInterrupt:
+        terminal.close()
+        traj = output_paths(output_dir, task.instance_id)["traj"]
+        if traj.exists():  # not before the agent started
+            err.print(f"interrupted; the trajectory so far is in {traj}")
+        raise
+    finally:
+        terminal.close()
+
+
+def report(result: RunResult, paths: dict[str, Path], console: Console = err) -> None:
+    """The patch on stdout; on stderr the run's exit status, usage and PGS summary."""
+    if result.submission.strip():
+        print(result.submission, end="" if result.submission.endswith("\n") else "\n")
+    else:
+        console.print("(no changes)")
+    stats = usage(result)  # the Generator's and the Tester's
+    console.print(
+        f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
+        f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
+        f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}) | time: "
+        f"{result.trajectory.info.get('duration', 0):.1f}s"
+    )
+    pgs = PGSRecord.from_trajectory(result.trajectory)
+    if pgs.mode != "none":
+        validation = pgs.validation or ValidationRecord()
+        feedback = len(pgs.feedback_rounds())
+        console.print(
+            f"PGS ({pgs.mode}): {len(validation.kept)} properties kept, "
+            f"{len(validation.dropped)} dropped ({len(pgs.tester_turns)} Tester turns); "
+            f"{len(pgs.rounds)} candidates checked, {feedback} feedback messages; "
+            f"verdict: {pgs.verdict}"
+        )
+        if pgs.verdict_reason:
+            console.print(f"  why: {pgs.verdict_reason}")
+        for r in pgs.rounds:
+            if r.selection:
+                console.print(f"  round {r.round}: {r.selection.why}")
+    console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")

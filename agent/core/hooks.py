@@ -1,0 +1,67 @@
+"""Run hooks: what watches or follows a run plugs in here, instead of callbacks passed down.
+
+:func:`agent.core.run.run_task` takes ``hooks=[...]`` and calls, in this order,
+
+- ``on_start(task, config)`` once, before anything is prepared;
+- ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
+  ``"PGS: ..."``), from the thread that runs the task;
+- ``on_step(agent, step)`` after each step of the Generator (``step``: the ``.traj`` entry);
+- ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
+  (``paths``: :func:`agent.core.run.output_paths`). Not called when the run raises.
+
+:class:`RunHook` does nothing in each; a hook overrides what it needs. :class:`Hooks` calls a
+list of hooks in order (the first one listed first). An error a hook raises ends the run, as
+an error of the run itself would. The hooks shipped: the terminal spinner and report of
+``pgs run`` (:mod:`agent.cli.run`), the progress table of ``pgs batch``
+(:mod:`agent.swebench.progress`), opening a pull request (:class:`agent.github.pr.OpenPRHook`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent.core.config import RunConfig
+    from agent.core.loop import Agent, RunResult
+    from agent.core.run import Task
+
+
+class RunHook:
+    """A hook of a run; every method does nothing until overridden."""
+
+    def on_start(self, task: Task, config: RunConfig) -> None:
+        """The run of ``task`` with ``config`` begins."""
+
+    def on_status(self, text: str) -> None:
+        """What the run is doing now, in a few words."""
+
+    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+        """The Generator finished a step (``agent.steps`` counts them)."""
+
+    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+        """The run finished and its files are written."""
+
+
+class Hooks(RunHook):
+    """Several hooks as one: each call goes to every hook, in the order given."""
+
+    def __init__(self, hooks: Iterable[RunHook] = ()) -> None:
+        self.hooks = list(hooks)
+
+    def on_start(self, task: Task, config: RunConfig) -> None:
+        for hook in self.hooks:
+            hook.on_start(task, config)
+
+    def on_status(self, text: str) -> None:
+        for hook in self.hooks:
+            hook.on_status(text)
+
+    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+        for hook in self.hooks:
+            hook.on_step(agent, step)
+
+    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+        for hook in self.hooks:
+            hook.on_done(result, paths)
