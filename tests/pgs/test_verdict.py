@@ -1,7 +1,7 @@
 """The honest verdict, the soundness rules that need no sandbox, and the loop's side of PGS
 rounds (a step allowance per feedback round; a limit-ended diff is checked, never unchecked).
 
-The loop tests use the real Agent over the scripted HTTP server and a LocalSandbox (a git
+The loop tests use the real Agent with the in-process replay model and a LocalSandbox (a git
 repository on the host): the Reviewer is the protocol seam the Agent talks to, so a small
 recording Reviewer stands in for PGS there; PGS itself is tested end to end in test_pgs*.py.
 """
@@ -15,8 +15,7 @@ from agent.core.loop import Agent, AgentConfig, RunResult
 from agent.core.run import usage
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.models import ModelConfig, get_model
-from agent.models.scripted import ScriptedServer
+from agent.models import ModelConfig, ReplayModel
 from agent.pgs.method import drop_contradictions, explicit_examples, judge
 from agent.pgs.report import CheckReport, TestResult
 from envs.local import LocalSandbox, LocalSandboxConfig
@@ -175,12 +174,8 @@ def run_loop(
 ) -> tuple[RunResult, Agent]:
     repo = make_repo(tmp_path / "repo", {"a.py": "x = 1\n"})
     reviewer = RecordingReviewer()
-    with ScriptedServer(steps) as server, LocalSandbox(repo, LocalSandboxConfig()) as box:
-        model = get_model(
-            ModelConfig.model_validate(
-                {"name": "scripted", "base_url": server.url, "prices": {"scripted": [0, 0]}}
-            )
-        )
+    with LocalSandbox(repo, LocalSandboxConfig()) as box:
+        model = ReplayModel(ModelConfig(name="replay"), script=steps)
         traj = Trajectory(tmp_path / "out" / "t.traj", replay_config={})
         agent = Agent(
             AgentConfig(step_limit=step_limit),
@@ -203,6 +198,13 @@ def test_a_feedback_round_gets_its_own_step_allowance(tmp_path: Path) -> None:
     # The limit was 2 steps; the feedback after step 2 gave 3 more, so the second submit counts.
     assert result.exit_status == "submitted" and result.steps == 5
     assert len(reviewer.reviews) == 2 and reviewer.final == []
+    # The feedback reached the model as the next user message, after the submit's output.
+    model = agent.model
+    assert isinstance(model, ReplayModel)
+    assert model.requests[2]["messages"][-1] == {
+        "role": "user",
+        "content": "Round 1 of 1. Try again.",
+    }
     assert agent.step_limit == 5
 
 
