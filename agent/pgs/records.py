@@ -78,6 +78,8 @@ class ValidationRecord(Record):
 class TesterTurn(Record):
     """One Tester conversation: why it ran, the files it left, what validation kept."""
 
+    __test__ = False  # not a pytest test class
+
     key: str = Field("", description="where its conversation is stored: tester, tester_2, ...")
     why: str = Field("", description="first, retry or probe")
     properties: list[str] = Field(default_factory=list, description="the property files")
@@ -87,6 +89,8 @@ class TesterTurn(Record):
 
 class TesterConversation(Record):
     """A Tester conversation, stored like a trajectory's own steps."""
+
+    __test__ = False  # not a pytest test class
 
     trajectory: list[dict[str, Any]] = Field(default_factory=list)
     history: list[dict[str, Any]] = Field(default_factory=list)
