@@ -247,7 +247,10 @@ def test_a_full_context_window_submits_the_current_diff(tmp_path: Path) -> None:
 
 
 def test_rate_limit_then_server_error_are_retried_and_the_run_submits(tmp_path: Path) -> None:
-    failures = [{"error": 429, "retry_after": 0}, {"error": 500, "message": "overloaded"}]
+    failures: list[Step] = [
+        {"error": 429, "retry_after": 0},
+        {"error": 500, "message": "overloaded"},
+    ]
     run = run_loop(tmp_path, lambda repo: [*failures, *fix_steps(repo)])
 
     assert run.result.exit_status == "submitted"

@@ -160,7 +160,7 @@ def test_unknown_price_costs_zero_with_one_warning(caplog: pytest.LogCaptureFixt
 def test_prices_merge_over_defaults_and_match_dated_names() -> None:
     config = ModelConfig(name="openai/gpt-4o-2024-08-06", prices={"mine": (1.0, 1.0)})
     assert config.price() == DEFAULT_PRICES["gpt-4o"]
-    assert ModelConfig(name="mine", prices={"mine": [1, 2]}).price() == (1.0, 2.0)  # type: ignore[dict-item]
+    assert ModelConfig(name="mine", prices={"mine": [1, 2]}).price() == (1.0, 2.0)
     assert ModelConfig(name="gpt-4o", prices={"gpt-4o": (9.0, 9.0)}).price() == (9.0, 9.0)
     with pytest.raises(ValidationError, match="extra"):
         ModelConfig(name="x", api_key="sk-secret")  # type: ignore[call-arg]
