@@ -2,7 +2,9 @@
 
 It runs on the REPOSITORY's Python, so it uses the standard library, pytest (>= 7) and
 Hypothesis only, and stays compatible with Python 3.8. Load it with ``-p pgs_pytest_plugin``
-and its folder on ``PYTHONPATH`` (``agent/check.py`` does both).
+and its folder on ``PYTHONPATH`` (:func:`agent.pgs.runner.install_plugin` copies it and its
+one companion module, ``pgs_pytest_plugin_results.py``, which turns pytest's reports into
+results; :func:`agent.pgs.runner.run_pytest` does the rest).
 
 What it does:
 
@@ -62,24 +64,18 @@ import os
 import re
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# On the host this is agent.pgs.pgs_pytest_plugin; in the sandbox a top-level module whose folder
+# holds pgs_pytest_plugin_results.py too (runner.install_plugin copies both).
+if TYPE_CHECKING or __package__:
+    from . import pgs_pytest_plugin_results as results
+else:
+    import pgs_pytest_plugin_results as results
+
 REPORT_ENV = "PGS_REPORT"
-KINDS = {"pgs_issue": "issue", "pgs_regression": "regression"}
-TRACE_LINES = 10
-#: Frames of these packages are noise in a trace: the failure is in the test or the code.
-_INTERNAL = re.compile(r"[/\\](_pytest|pluggy|hypothesis|_hypothesis_\w+)[/\\]|pgs_pytest_plugin")
-#: "Falsifying example:" before Hypothesis 6.1xx, "Failing test case:" after; same for explicit.
-_EXAMPLE = re.compile(r"(?:Falsifying|Failing) (?:(explicit) example|example|test case): ")
-#: Comments Hypothesis adds to a falsifying example; they cost tokens and say little.
-_HYPOTHESIS_COMMENT = re.compile(r"\s+# (or any other generated value|The test .*)$")
-
-
-class PgsTimeLimit(BaseException):
-    """Raised by the alarm. A BaseException, so neither the test's ``except Exception`` nor
-    Hypothesis (which would try to shrink an input that never returns) catches it."""
 
 
 def _env_number(name: str, default: float) -> float:
@@ -139,7 +135,7 @@ class _Alarm:
 
     def _fire(self, signum: int, frame: Any) -> None:
         self.example = _current_input(self.item, frame)
-        raise PgsTimeLimit(f"the test ran longer than the time limit of {self.seconds:g} s")
+        raise results.PgsTimeLimit(f"the test ran longer than the time limit of {self.seconds:g} s")
 
 
 def _inner_function(item: Any) -> Any:
@@ -174,143 +170,6 @@ def _short_repr(value: Any, limit: int = 1000) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# -- turning a pytest report into a result --------------------------------------------------------
-
-
-def _kind_and_rule(item: Any) -> tuple[str, str | None]:
-    for marker_name, kind in KINDS.items():
-        marker = item.get_closest_marker(marker_name)
-        if marker is not None:
-            rule = marker.args[0] if marker.args else marker.kwargs.get("rule")
-            return kind, None if rule is None else str(rule)
-    return "repo", None
-
-
-def _leaf_exceptions(exc: BaseException) -> list[BaseException]:
-    """The exception itself, or the members of an exception group (Hypothesis, Python 3.11)."""
-    members = getattr(exc, "exceptions", None)
-    if isinstance(members, (list, tuple)) and members:
-        leaves: list[BaseException] = []
-        for member in members:
-            leaves.extend(_leaf_exceptions(member))
-        return leaves
-    return [exc]
-
-
-def _hit_time_limit(exc: BaseException) -> bool:
-    # The time limit may fire while Hypothesis generates or shrinks; it then raises an error of
-    # its own (FlakyStrategyDefinition...) with ours only in the chain of causes.
-    seen = set()
-    link: BaseException | None = exc
-    while link is not None and id(link) not in seen:
-        if isinstance(link, PgsTimeLimit):
-            return True
-        seen.add(id(link))
-        link = link.__cause__ or link.__context__
-    return False
-
-
-def _is_timeout(exc: BaseException) -> bool:
-    if _hit_time_limit(exc):
-        return True
-    name = type(exc).__name__
-    return name == "DeadlineExceeded" or (
-        name in ("Flaky", "FlakyFailure") and "Unreliable test timings" in str(exc)
-    )
-
-
-def _notes(exc: BaseException) -> list[str]:
-    notes: list[str] = []
-    for leaf in [exc, *_leaf_exceptions(exc)]:
-        for note in getattr(leaf, "__notes__", None) or ():
-            if isinstance(note, str) and note not in notes:
-                notes.append(note)
-    return notes
-
-
-def parse_example(text: str) -> tuple[str | None, bool]:
-    """The first falsifying example in Hypothesis's output, on one line, and if it was explicit.
-
-    Hypothesis prints ``Falsifying example: test_f(xs=[0])`` (newer versions: ``Failing test
-    case:``, ``Failing explicit example:``) or, for longer inputs,
-    ``test_f(`` / one argument per line / ``)``; pytest may prefix each line with ``E  ``.
-    """
-    lines = [re.sub(r"^E\s{1,7}", "", line.rstrip()) for line in text.splitlines()]
-    for index, line in enumerate(lines):
-        match = _EXAMPLE.search(line)
-        if match is None:
-            continue
-        explicit = bool(match.group(1))
-        head = line[match.end() :]
-        if not head.endswith("("):
-            return _HYPOTHESIS_COMMENT.sub("", head), explicit
-        parts = [head]
-        for follow in lines[index + 1 :]:
-            if follow.strip() == ")" and not follow.startswith(" "):
-                break
-            parts.append(_HYPOTHESIS_COMMENT.sub("", follow.strip()))
-        else:
-            return "\n".join(parts), explicit  # unterminated: keep what there is
-        joined = parts[0] + " ".join(parts[1:]).rstrip(",") + ")"
-        return joined, explicit
-    return None, False
-
-
-def _trace(excinfo: Any, root: str) -> str | None:
-    """At most ``TRACE_LINES`` lines: the innermost frames outside pytest and Hypothesis."""
-    lines = []
-    for entry in excinfo.traceback:
-        path = str(entry.path)
-        if _INTERNAL.search(path) or _is_wrapper(entry):
-            continue
-        if path.startswith(root + os.sep):
-            path = path[len(root) + 1 :]
-        try:
-            source = str(entry.statement).strip().splitlines()[0]
-        except Exception:  # no source (a C extension, a generated function)
-            source = ""
-        lines.append(f"{path}:{entry.lineno + 1} in {entry.name}")
-        if source:
-            lines.append(f"    {source}")
-    return "\n".join(lines[-TRACE_LINES:]) or None
-
-
-def _is_wrapper(entry: Any) -> bool:
-    """Hypothesis's wrapper of a test carries the test's file and line: a decorator or def."""
-    try:
-        line = str(entry.statement).strip()
-    except Exception:
-        return False
-    return line.startswith(("@", "def ", "async def "))
-
-
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    cut = len(text) - 2 * half
-    return f"{text[:half]}\n... [{cut} characters cut] ...\n{text[-half:]}"
-
-
-def _returned(report: Any) -> str | None:
-    crash = getattr(report.longrepr, "reprcrash", None)
-    return _assertion_message(getattr(crash, "message", None))
-
-
-def _assertion_message(message: str | None) -> str | None:
-    """What an AssertionError says, whole (a message of the test's own, such as ``returned
-    [1, 1], expected [1]``, then pytest's ``assert ...`` explanation), without the notes."""
-    if not message:
-        return None
-    message = re.sub(r"^AssertionError(: ?|$)", "", message)
-    kept = []
-    for line in message.splitlines():
-        if _EXAMPLE.search(line):
-            break  # exception notes (the example, Hypothesis's explanations) follow
-        kept.append(line)
-    return "\n".join(kept).strip() or "assertion failed"
-
-
 # -- an explicit example hides the minimal counterexample ----------------------------------------
 
 #: The fields of one failing input (``agent.pgs.report.FailingInput``).
@@ -319,7 +178,7 @@ _INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "tr
 
 def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple[str, str]:
     """(outcome, category) of a failure, by the paper's outcome classes."""
-    if any(_is_timeout(leaf) for leaf in leaves):
+    if any(results.is_timeout(leaf) for leaf in leaves):
         return "timeout", "timeout"
     if leaves and all(isinstance(leaf, AssertionError) for leaf in leaves):
         return "failed", "property_violation" if given and not explicit else "wrong_answer"
@@ -327,9 +186,9 @@ def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple
 
 
 def _failed_on_explicit_example(exc: BaseException) -> bool:
-    if any(_is_timeout(leaf) for leaf in _leaf_exceptions(exc)):
+    if any(results.is_timeout(leaf) for leaf in results.leaf_exceptions(exc)):
         return False  # the time is spent; searching on would only hit the limit again
-    return parse_example("\n".join(_notes(exc)))[1]
+    return results.parse_example("\n".join(results.notes(exc)))[1]
 
 
 def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | None:
@@ -367,10 +226,12 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
 
 
 def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dict[str, Any] | None:
-    leaves = _leaf_exceptions(exc)
-    if any(isinstance(leaf, pytest.skip.Exception) or _hit_time_limit(leaf) for leaf in leaves):
+    leaves = results.leaf_exceptions(exc)
+    if any(
+        isinstance(leaf, pytest.skip.Exception) or results.hit_time_limit(leaf) for leaf in leaves
+    ):
         return None  # skipped, or the time limit cut the search: nothing shrunk to show
-    example, explicit = parse_example("\n".join(_notes(exc)) + "\n" + printed)
+    example, explicit = results.parse_example("\n".join(results.notes(exc)) + "\n" + printed)
     if example is None or explicit:
         return None  # not a failing input (a health check, an unsatisfiable strategy...)
     _, category = _classify(leaves, True, False)
@@ -380,11 +241,11 @@ def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> di
     info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
     leaf = leaves[0]
     if isinstance(leaf, AssertionError) and category != "timeout":
-        found["returned"] = _assertion_message(str(leaf) or "assertion failed")
+        found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
     else:
         message = str(leaf).strip().splitlines()
         found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
-    found["trace"] = _trace(info, root)
+    found["trace"] = results.trace(info, root)
     return found
 
 
@@ -430,7 +291,7 @@ class PgsReporter:
     def pytest_collectreport(self, report: Any) -> None:
         if not report.failed:
             return
-        text = _cap(str(report.longreprtext).strip(), self.output_chars)
+        text = results.cap(str(report.longreprtext).strip(), self.output_chars)
         nodeid = report.nodeid or "<session>"
         self.errors.append(f"{nodeid}: {text}")
         last = text.strip().splitlines()[-1] if text.strip() else "collection failed"
@@ -465,7 +326,7 @@ class PgsReporter:
         nodeid = item.nodeid
         result = self.results.get(nodeid)
         if result is None:
-            kind, rule = _kind_and_rule(item)
+            kind, rule = results.kind_and_rule(item)
             result = {"nodeid": nodeid, "kind": kind, "rule": rule, "duration": 0.0}
             result.update(outcome="passed", category="pass")
             self.results[nodeid] = result
@@ -482,10 +343,10 @@ class PgsReporter:
 
     def _failure(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
-        leaves = _leaf_exceptions(excinfo.value) if excinfo is not None else []
-        text = "\n".join(_notes(excinfo.value)) if excinfo is not None else ""
+        leaves = results.leaf_exceptions(excinfo.value) if excinfo is not None else []
+        text = "\n".join(results.notes(excinfo.value)) if excinfo is not None else ""
         sections = "\n".join(content for _, content in report.sections)
-        example, explicit = parse_example(f"{text}\n{sections}\n{report.longreprtext}")
+        example, explicit = results.parse_example(f"{text}\n{sections}\n{report.longreprtext}")
         alarm = self.alarms.get(item.nodeid)
         outcome, category = _classify(leaves, _inner_function(item) is not None, explicit)
         if category == "timeout" and example is None and alarm is not None:
@@ -501,14 +362,14 @@ class PgsReporter:
     def _describe(self, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
         if excinfo is not None:
-            leaf = _leaf_exceptions(excinfo.value)[0]
+            leaf = results.leaf_exceptions(excinfo.value)[0]
             if isinstance(leaf, AssertionError) and result["category"] != "timeout":
-                result["returned"] = _returned(report)
+                result["returned"] = results.returned(report)
             else:
                 message = str(leaf).strip().splitlines()
                 result["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
-            result["trace"] = _trace(excinfo, self.root)
-        result["output"] = _cap(str(report.longreprtext), self.output_chars)
+            result["trace"] = results.trace(excinfo, self.root)
+        result["output"] = results.cap(str(report.longreprtext), self.output_chars)
 
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis's own plugin loads a profile

@@ -1,7 +1,8 @@
 """Running tests in the sandbox: pytest with the plugin, or the user's test command.
 
 Everything runs through a :class:`~envs.sandbox.Sandbox` with pytest and the plugin
-``agent/pgs/pgs_pytest_plugin.py`` (copied into the sandbox by :func:`install_plugin`), which
+``agent/pgs/pgs_pytest_plugin.py`` (copied into the sandbox with its companion module
+``pgs_pytest_plugin_results.py`` by :func:`install_plugin`), which
 writes one JSON :class:`~agent.pgs.report.CheckReport` per run:
 
 - :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run;
@@ -23,6 +24,8 @@ from agent.pgs.report import CheckReport, TestResult
 from envs.sandbox import Sandbox
 
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")
+#: Every file of the plugin: it imports the second as a top-level module beside it.
+PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py"))
 #: Folder under the sandbox's home that holds the plugin, reports and Hypothesis's storage.
 PLUGIN_DIR = ".pgs_plugin"
 #: Characters of pytest's own output kept when something goes wrong with the run itself.
@@ -69,7 +72,8 @@ def plugin_dir(sandbox: Sandbox) -> str:
 def install_plugin(sandbox: Sandbox) -> str:
     """Copy the plugin into the sandbox; return the folder to put on ``PYTHONPATH``."""
     folder = plugin_dir(sandbox)
-    sandbox.write_file(posixpath.join(folder, PLUGIN_FILE.name), PLUGIN_FILE.read_bytes())
+    for file in PLUGIN_FILES:
+        sandbox.write_file(posixpath.join(folder, file.name), file.read_bytes())
     return folder
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.pgs import pgs_pytest_plugin as plugin
+from agent.pgs import pgs_pytest_plugin_results as plugin_results
 from agent.pgs.baseline import CUT_NOTE, Baseline, cut_targets, describe_cut, next_batch
 from agent.pgs.check import against_baseline, check_candidate, regressions
 from agent.pgs.related import (
@@ -57,11 +57,11 @@ def test_parse_example_reads_old_and_new_hypothesis_formats() -> None:
     new = "E       Failing explicit example: test_f(\nE           xs=[1, 2, 1],\nE       )"
     one_line = "Falsifying example: test_g(s='a)b', n=3)"
     commented = "Failing test case: test_h(\n    n=0,  # or any other generated value\n)"
-    assert plugin.parse_example(old) == ("test_f(xs=[0, 0])", False)
-    assert plugin.parse_example(new) == ("test_f(xs=[1, 2, 1])", True)
-    assert plugin.parse_example(one_line) == ("test_g(s='a)b', n=3)", False)
-    assert plugin.parse_example(commented) == ("test_h(n=0)", False)
-    assert plugin.parse_example("assert 1 == 2") == (None, False)
+    assert plugin_results.parse_example(old) == ("test_f(xs=[0, 0])", False)
+    assert plugin_results.parse_example(new) == ("test_f(xs=[1, 2, 1])", True)
+    assert plugin_results.parse_example(one_line) == ("test_g(s='a)b', n=3)", False)
+    assert plugin_results.parse_example(commented) == ("test_h(n=0)", False)
+    assert plugin_results.parse_example("assert 1 == 2") == (None, False)
 
 
 _ARGS = st.dictionaries(
@@ -79,7 +79,7 @@ def test_parse_example_gives_back_any_multi_line_call_on_one_line(
     lines = ["Falsifying example: test_p(", *(f"    {k}={v!r}," for k, v in args.items()), ")"]
     if prefixed:
         lines = [f"E       {line}" for line in lines]
-    example, explicit = plugin.parse_example("\n".join(["some output", *lines, "after"]))
+    example, explicit = plugin_results.parse_example("\n".join(["some output", *lines, "after"]))
     assert example == "test_p(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
     assert not explicit
 

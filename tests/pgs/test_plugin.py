@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent.pgs import pgs_pytest_plugin as plugin
+from agent.pgs import pgs_pytest_plugin_results as plugin_results
 from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, run_pytest
@@ -93,13 +93,13 @@ def test_an_assertion_message_comes_through_whole_without_hypothesis_notes() -> 
         "  Left contains 11 more items, first extra item: 5\n"
         "Falsifying explicit example: test_f(\n    xs=[3, 1, 3],\n)"
     )
-    assert plugin._assertion_message(message) == (
+    assert plugin_results.assertion_message(message) == (
         f"returned {LONG!r}, expected [3, 1, 2]\n"
         "assert [3, 1, 3, 2, 5, 6, ...] == [3, 1, 2]\n"
         "  Left contains 11 more items, first extra item: 5"
     )
-    assert plugin._assertion_message("AssertionError") == "assertion failed"
-    assert plugin._assertion_message(None) is None
+    assert plugin_results.assertion_message("AssertionError") == "assertion failed"
+    assert plugin_results.assertion_message(None) is None
 
 
 def _calls(path: Path) -> list[tuple[str, Any]]:

@@ -1,0 +1,165 @@
+"""The part of ``pgs_pytest_plugin`` that turns what pytest and Hypothesis report into the
+fields of a result: the kind and rule of a test, its failing input (:func:`parse_example`),
+the assertion message (:func:`assertion_message`), a short trace (:func:`trace`).
+
+Copied into the sandbox beside the plugin and imported by it, so the same rules hold: the
+standard library only (and pytest objects passed in), Python 3.8, no import of our package.
+Frames of this module are left out of traces like the plugin's own (:data:`INTERNAL`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+KINDS = {"pgs_issue": "issue", "pgs_regression": "regression"}
+TRACE_LINES = 10
+#: Frames of these packages are noise in a trace: the failure is in the test or the code.
+INTERNAL = re.compile(r"[/\\](_pytest|pluggy|hypothesis|_hypothesis_\w+)[/\\]|pgs_pytest_plugin")
+#: "Falsifying example:" before Hypothesis 6.1xx, "Failing test case:" after; same for explicit.
+EXAMPLE = re.compile(r"(?:Falsifying|Failing) (?:(explicit) example|example|test case): ")
+#: Comments Hypothesis adds to a falsifying example; they cost tokens and say little.
+HYPOTHESIS_COMMENT = re.compile(r"\s+# (or any other generated value|The test .*)$")
+
+
+class PgsTimeLimit(BaseException):
+    """Raised by the alarm. A BaseException, so neither the test's ``except Exception`` nor
+    Hypothesis (which would try to shrink an input that never returns) catches it."""
+
+
+# -- turning a pytest report into a result --------------------------------------------------------
+
+
+def kind_and_rule(item: Any) -> tuple[str, str | None]:
+    for marker_name, kind in KINDS.items():
+        marker = item.get_closest_marker(marker_name)
+        if marker is not None:
+            rule = marker.args[0] if marker.args else marker.kwargs.get("rule")
+            return kind, None if rule is None else str(rule)
+    return "repo", None
+
+
+def leaf_exceptions(exc: BaseException) -> list[BaseException]:
+    """The exception itself, or the members of an exception group (Hypothesis, Python 3.11)."""
+    members = getattr(exc, "exceptions", None)
+    if isinstance(members, (list, tuple)) and members:
+        leaves: list[BaseException] = []
+        for member in members:
+            leaves.extend(leaf_exceptions(member))
+        return leaves
+    return [exc]
+
+
+def hit_time_limit(exc: BaseException) -> bool:
+    # The time limit may fire while Hypothesis generates or shrinks; it then raises an error of
+    # its own (FlakyStrategyDefinition...) with ours only in the chain of causes.
+    seen = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, PgsTimeLimit):
+            return True
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return False
+
+
+def is_timeout(exc: BaseException) -> bool:
+    if hit_time_limit(exc):
+        return True
+    name = type(exc).__name__
+    return name == "DeadlineExceeded" or (
+        name in ("Flaky", "FlakyFailure") and "Unreliable test timings" in str(exc)
+    )
+
+
+def notes(exc: BaseException) -> list[str]:
+    notes: list[str] = []
+    for leaf in [exc, *leaf_exceptions(exc)]:
+        for note in getattr(leaf, "__notes__", None) or ():
+            if isinstance(note, str) and note not in notes:
+                notes.append(note)
+    return notes
+
+
+def parse_example(text: str) -> tuple[str | None, bool]:
+    """The first falsifying example in Hypothesis's output, on one line, and if it was explicit.
+
+    Hypothesis prints ``Falsifying example: test_f(xs=[0])`` (newer versions: ``Failing test
+    case:``, ``Failing explicit example:``) or, for longer inputs,
+    ``test_f(`` / one argument per line / ``)``; pytest may prefix each line with ``E  ``.
+    """
+    lines = [re.sub(r"^E\s{1,7}", "", line.rstrip()) for line in text.splitlines()]
+    for index, line in enumerate(lines):
+        match = EXAMPLE.search(line)
+        if match is None:
+            continue
+        explicit = bool(match.group(1))
+        head = line[match.end() :]
+        if not head.endswith("("):
+            return HYPOTHESIS_COMMENT.sub("", head), explicit
+        parts = [head]
+        for follow in lines[index + 1 :]:
+            if follow.strip() == ")" and not follow.startswith(" "):
+                break
+            parts.append(HYPOTHESIS_COMMENT.sub("", follow.strip()))
+        else:
+            return "\n".join(parts), explicit  # unterminated: keep what there is
+        joined = parts[0] + " ".join(parts[1:]).rstrip(",") + ")"
+        return joined, explicit
+    return None, False
+
+
+def trace(excinfo: Any, root: str) -> str | None:
+    """At most ``TRACE_LINES`` lines: the innermost frames outside pytest and Hypothesis."""
+    lines = []
+    for entry in excinfo.traceback:
+        path = str(entry.path)
+        if INTERNAL.search(path) or is_wrapper(entry):
+            continue
+        if path.startswith(root + os.sep):
+            path = path[len(root) + 1 :]
+        try:
+            source = str(entry.statement).strip().splitlines()[0]
+        except Exception:  # no source (a C extension, a generated function)
+            source = ""
+        lines.append(f"{path}:{entry.lineno + 1} in {entry.name}")
+        if source:
+            lines.append(f"    {source}")
+    return "\n".join(lines[-TRACE_LINES:]) or None
+
+
+def is_wrapper(entry: Any) -> bool:
+    """Hypothesis's wrapper of a test carries the test's file and line: a decorator or def."""
+    try:
+        line = str(entry.statement).strip()
+    except Exception:
+        return False
+    return line.startswith(("@", "def ", "async def "))
+
+
+def cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n... [{cut} characters cut] ...\n{text[-half:]}"
+
+
+def returned(report: Any) -> str | None:
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return assertion_message(getattr(crash, "message", None))
+
+
+def assertion_message(message: str | None) -> str | None:
+    """What an AssertionError says, whole (a message of the test's own, such as ``returned
+    [1, 1], expected [1]``, then pytest's ``assert ...`` explanation), without the notes."""
+    if not message:
+        return None
+    message = re.sub(r"^AssertionError(: ?|$)", "", message)
+    kept = []
+    for line in message.splitlines():
+        if EXAMPLE.search(line):
+            break  # exception notes (the example, Hypothesis's explanations) follow
+        kept.append(line)
+    return "\n".join(kept).strip() or "assertion failed"
