@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.pgs import pgs_pytest_plugin_results as plugin_results
 from agent.pgs.feedback import render_feedback, select_failure
@@ -212,3 +214,38 @@ def test_the_search_runs_on_python_3_9_too(
     _check_long_example(long_example)
     assert len(passing.examples) == 1
     assert _comparable(reports[0]) == _comparable(reports[1])
+
+
+# -- reading Hypothesis's report ----------------------------------------------------------------
+
+
+def test_parse_example_reads_old_and_new_hypothesis_formats() -> None:
+    old = "Falsifying example: test_f(\n    xs=[0, 0],\n)\n"
+    new = "E       Failing explicit example: test_f(\nE           xs=[1, 2, 1],\nE       )"
+    one_line = "Falsifying example: test_g(s='a)b', n=3)"
+    commented = "Failing test case: test_h(\n    n=0,  # or any other generated value\n)"
+    assert plugin_results.parse_example(old) == ("test_f(xs=[0, 0])", False)
+    assert plugin_results.parse_example(new) == ("test_f(xs=[1, 2, 1])", True)
+    assert plugin_results.parse_example(one_line) == ("test_g(s='a)b', n=3)", False)
+    assert plugin_results.parse_example(commented) == ("test_h(n=0)", False)
+    assert plugin_results.parse_example("assert 1 == 2") == (None, False)
+
+
+_ARGS = st.dictionaries(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+    st.one_of(st.integers(), st.text(), st.lists(st.integers(), max_size=5)),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(args=_ARGS, prefixed=st.booleans())
+def test_parse_example_gives_back_any_multi_line_call_on_one_line(
+    args: dict[str, Any], prefixed: bool
+) -> None:
+    lines = ["Falsifying example: test_p(", *(f"    {k}={v!r}," for k, v in args.items()), ")"]
+    if prefixed:
+        lines = [f"E       {line}" for line in lines]
+    example, explicit = plugin_results.parse_example("\n".join(["some output", *lines, "after"]))
+    assert example == "test_p(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
+    assert not explicit

@@ -1,0 +1,61 @@
+"""What the checking tests share: settings, the property roles validation sees, and small
+helpers that write properties, apply a patch or commit files in a sandbox."""
+
+from __future__ import annotations
+
+from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.runner import CheckSettings
+from envs.docker_sandbox import DockerSandbox
+from tests.support.example_repos import ExampleRepo
+
+SETTINGS = CheckSettings(test_timeout=3, run_timeout=120)
+
+
+VALIDATED = [
+    "issue_sound",
+    "issue_generated",
+    "regression_sound",
+    "issue_unsound_passes",
+    "regression_unsound_fails",
+    "name_error",
+    "import_error",
+    "bad_strategy",
+]
+
+
+def result_of(nodeid: str, category: str, kind: str = "repo") -> TestResult:
+    outcome = "passed" if category == "pass" else "failed"
+    return TestResult.model_validate(
+        {"nodeid": nodeid, "kind": kind, "outcome": outcome, "category": category}
+    )
+
+
+def write_properties(sandbox: DockerSandbox, repo: ExampleRepo, *roles: str) -> list[str]:
+    paths = []
+    for role in roles:
+        sandbox.write_file(repo.property_path(role), repo.properties[role])
+        paths.append(repo.property_path(role))
+    return paths
+
+
+def apply_patch(sandbox: DockerSandbox, patch: str) -> None:
+    sandbox.write_file("/tmp/candidate.patch", patch)
+    assert sandbox.run("git apply /tmp/candidate.patch").ok
+
+
+def by_role(report: CheckReport, repo: ExampleRepo) -> dict[str, TestResult]:
+    """Results of files with one property, by role."""
+    by_file = {r.nodeid.split("::")[0]: r for r in report.results}
+    return {
+        role: by_file[repo.property_path(role)]
+        for role in repo.properties
+        if repo.property_path(role) in by_file
+    }
+
+
+def commit_files(sandbox: DockerSandbox, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        sandbox.write_file(path, text)
+    done = sandbox.run("git add -A && git -c user.name=t -c user.email=t@t commit -qm extra")
+    assert done.ok, done.output
+    return sandbox.run("git rev-parse HEAD").output.strip()
