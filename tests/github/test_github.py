@@ -18,11 +18,16 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 import agent.github.client
 from agent.cli import main
-from agent.core.run import InputError
+from agent.core.config import load_config
+from agent.core.loop import RunResult
+from agent.core.run import InputError, run_task
 from agent.github.client import RetrySettings, parse_issue_url
+from agent.github.pr import GitHubConfig, OpenPRHook, github_task
+from agent.models.scripted import ScriptedServer
 from tests.support.github_fake import FakeGitHub
 from tests.support.textutil import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
 from tests.support.textutil import cli_error as _cli_error
@@ -371,8 +376,6 @@ TESTER_STEPS = [
 def run_cli(
     capsys: pytest.CaptureFixture[str], script: list[dict[str, Any]], *args: str
 ) -> tuple[int, str, str, list[dict[str, Any]]]:
-    from agent.models.scripted import ScriptedServer
-
     with ScriptedServer(script) as server:
         code = main([*args, "--base-url", server.url])  # the last --base-url wins
         requests = server.requests
@@ -645,3 +648,79 @@ def test_the_token_goes_in_a_header_for_https_remotes_only() -> None:
     assert env["GIT_TERMINAL_PROMPT"] == "0"
     assert "GIT_CONFIG_VALUE_0" not in git_env("/srv/git/textutil.git", "s3cret")
     assert "GIT_CONFIG_VALUE_0" not in git_env("https://github.com/octo/textutil.git", None)
+
+
+# --------------------------------------------------------------------------- the PR hook
+
+
+def hook_run(
+    fake: FakeGitHub, tmp_path: Path, github: GitHubConfig, script: list[dict[str, Any]]
+) -> tuple[OpenPRHook, RunResult]:
+    """``github_task`` and ``run_task`` with the hook it returns: a host sandbox, the scripted
+    model, no check (the hook's own rules are what these tests are about)."""
+    out = tmp_path / "out"
+    with ScriptedServer(script) as server:
+        config = load_config(
+            None,
+            {
+                "model": {"name": MODEL, "base_url": server.url, "prices": {MODEL: [0, 0]}},
+                "sandbox": {"type": "local"},
+                "pgs": {"feedback": "none"},
+            },
+        )
+        task, hook = github_task(issue_url(fake), github, config, out)
+        result = run_task(task, config, out, hooks=[hook])
+    return hook, result
+
+
+LOCAL_FIX = [bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]
+
+
+def test_the_pr_hook_opens_a_draft_pr_as_its_config_says(
+    fake: FakeGitHub, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    hook, result = hook_run(fake, tmp_path, GitHubConfig(send="pr", force=True), LOCAL_FIX)
+    assert result.exit_status == "submitted" and hook.refused is None
+    [pull] = fake.pulls
+    assert hook.url == pull["html_url"]
+    assert "return text.upper()" in branch_file(bare, "pgs/issue-7", "textutil.py")
+
+
+def test_the_pr_hook_posts_a_comment_as_its_config_says(
+    fake: FakeGitHub, bare: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    hook, _ = hook_run(fake, tmp_path, GitHubConfig(send="comment", force=True), LOCAL_FIX)
+    [comment] = fake.posted_comments
+    assert "+    return text.upper()" in comment["body"] and hook.url
+    assert fake.pulls == [] and branches(bare) == ["main"]
+
+
+def test_the_pr_hook_refuses_an_empty_patch_and_sends_nothing(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    hook, _ = hook_run(fake, tmp_path, GitHubConfig(send="pr", force=True), [SUBMIT])
+    assert hook.refused == "the run produced no patch"
+    assert only_gets(fake) and branches(bare) == ["main"]
+    assert (
+        "pgs: error: no pull request opened: the run produced no patch" in capsys.readouterr().err
+    )
+    # Nothing to send: nothing is sent, nothing refused.
+    hook, _ = hook_run(fake, tmp_path / "again", GitHubConfig(), LOCAL_FIX)
+    assert hook.refused is None and hook.url is None and only_gets(fake)
+
+
+def test_github_config_is_built_from_the_flags_and_checked() -> None:
+    assert GitHubConfig().send == "nothing"
+    config = GitHubConfig(send="pr", fork="me/textutil", workdir=Path("w"))
+    assert config.url_only_flags() == ["--open-pr", "--fork", "--workdir"]
+    with pytest.raises(ValidationError):
+        GitHubConfig(send="email")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        GitHubConfig.model_validate({"open_pr": True})
