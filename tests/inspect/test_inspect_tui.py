@@ -470,15 +470,20 @@ def test_pgs_inspect_tui_draws_in_a_real_terminal_and_gives_it_back(
         assert b"pgs: error: interrupted by SIGTERM" in seen
 
 
-def test_pgs_inspect_tui_without_a_terminal_is_one_error_line(foreign_traj: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "inspect", str(foreign_traj), "--tui"],
+def pgs_inspect_without_a_terminal(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """``pgs inspect ARGS`` in a child process whose stdin is not a terminal."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", "inspect", *map(str, args)],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+def test_pgs_inspect_tui_without_a_terminal_is_one_error_line(foreign_traj: Path) -> None:
+    done = pgs_inspect_without_a_terminal(foreign_traj, "--tui")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "pgs: error: --tui needs a terminal (stdin and stdout are not one here): run it in a "
@@ -488,14 +493,7 @@ def test_pgs_inspect_tui_without_a_terminal_is_one_error_line(foreign_traj: Path
 
 
 def test_pgs_inspect_tui_of_a_path_that_is_not_a_run_is_one_error_line(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "inspect", str(tmp_path / "nothing"), "--tui"],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = pgs_inspect_without_a_terminal(tmp_path / "nothing", "--tui")
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"pgs: error: {tmp_path / 'nothing'} does not exist: pass a .traj")
@@ -504,14 +502,7 @@ def test_pgs_inspect_tui_of_a_path_that_is_not_a_run_is_one_error_line(tmp_path:
 def test_pgs_inspect_tui_with_a_flag_of_the_html_page_is_one_error_line(
     foreign_traj: Path,
 ) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "inspect", str(foreign_traj), "--tui", "--serve"],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = pgs_inspect_without_a_terminal(foreign_traj, "--tui", "--serve")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "pgs: error: --tui shows PATH in this terminal: leave out -o, --serve and --open"
