@@ -3,11 +3,15 @@ self-contained static HTML page per trajectory (and an index for a batch).
 
 - :mod:`agent.inspect.model`: what is shown, as plain typed data (no HTML: a terminal view
   reads the same records);
-- :mod:`agent.inspect.load`: reading pgs's and SWE-agent's files; whatever a file lacks is a
-  ``"missing: <what>"`` note, never a crash;
+- :mod:`agent.inspect.load`: reading pgs's and SWE-agent's files (one trajectory:
+  :mod:`~agent.inspect.trajectory`, its PGS record: :mod:`~agent.inspect.pgs_record`, a batch
+  folder: :mod:`~agent.inspect.batch`, shared readers: :mod:`~agent.inspect.fields`); whatever a
+  file lacks is a ``"missing: <what>"`` note, never a crash;
 - :mod:`agent.inspect.diff`: diffs parsed with ``unidiff``; the change between two candidates;
 - :mod:`agent.inspect.html`: the pages (jinja2 templates in ``templates/``, CSS and JS inlined,
   nothing loaded from anywhere);
+- :mod:`agent.inspect.tui`: the same records in a terminal (Textual; the panels' texts in
+  :mod:`agent.inspect.tui_text`);
 - :mod:`agent.inspect.cli`: the command (``register`` adds it to a CLI).
 """
 
