@@ -530,3 +530,16 @@ def test_other_sentinels(sentinel: str, kind: OutputKind) -> None:
 def test_plain_output_is_normal() -> None:
     out = classify_output("hello\n")
     assert out.kind is OutputKind.NORMAL and out.text == "hello\n"
+
+
+# -- the module's surface ---------------------------------------------------------------------
+
+
+def test_the_names_other_code_imports_stay_in_agent_core_tools() -> None:
+    """tools.py re-exports what moved to bundles.py and tool_output.py (issue 14)."""
+    from agent.core import bundles, tool_output, toolenv, tools
+
+    assert tools.Bundle is bundles.Bundle and tools.ToolConfigError is bundles.ToolConfigError
+    assert tools.classify_output is tool_output.classify_output
+    assert tools.ToolInstallError is toolenv.ToolInstallError
+    assert all(hasattr(tools, name) for name in tools.__all__)

@@ -23,6 +23,7 @@ Tests that need Chromium or Docker skip on a machine without them, and FAIL when
 from __future__ import annotations
 
 import difflib
+import importlib
 import json
 import os
 import re
@@ -1055,3 +1056,14 @@ def test_a_parsed_diff_counts_and_numbers_its_lines(old: list[str], new: list[st
             assert old[line.old - 1] == line.text
         if line.new is not None:
             assert new[line.new - 1] == line.text
+
+
+def test_the_loaders_stay_importable_from_agent_inspect_load() -> None:
+    """load.py re-exports what moved to trajectory.py and batch.py (issue 14)."""
+    import agent.inspect
+    from agent.inspect import batch, fields, trajectory
+
+    load = importlib.import_module("agent.inspect.load")  # the package's `load` is the function
+    assert load.load_trajectory is trajectory.load_trajectory is agent.inspect.load_trajectory
+    assert load.load_batch is batch.load_batch and load.InspectError is fields.InspectError
+    assert all(hasattr(load, name) for name in load.__all__)
