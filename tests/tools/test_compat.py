@@ -29,8 +29,6 @@ from envs.local import LocalSandbox
 from tests.repos import make_repo
 from tests.tools.toolbox import ToolBox
 
-pytestmark = pytest.mark.docker
-
 COMPAT = Path(__file__).parent / "compat"
 FILES = {"notes.txt": "".join(f"line {i}\n" for i in range(1, 9))}
 
@@ -52,6 +50,7 @@ def box(repo: Path, base_image: str) -> Iterator[DockerSandbox]:
         yield sandbox
 
 
+@pytest.mark.docker
 def test_python_shebang_registry_state_and_window_from_the_config(box: DockerSandbox) -> None:
     # An image with python3 only (as many are): the helpers' `#!/usr/bin/env python` still runs.
     assert box.run("rm -f /usr/bin/python && ! command -v python").ok
@@ -77,6 +76,7 @@ def test_python_shebang_registry_state_and_window_from_the_config(box: DockerSan
     assert "shows 3 lines" in toolset.text_docs()
 
 
+@pytest.mark.docker
 def test_without_a_configured_window_install_sh_gets_the_default_from_the_env(
     box: DockerSandbox,
 ) -> None:
@@ -87,6 +87,7 @@ def test_without_a_configured_window_install_sh_gets_the_default_from_the_env(
     assert shown.output.count(":line ") == 8
 
 
+@pytest.mark.docker
 def test_multi_line_tool_typed_in_text_mode_and_called_as_a_function(box: DockerSandbox) -> None:
     toolset = compat_toolset("kv", "pager", "marksubmit")
     tb = ToolBox(box, toolset)
@@ -116,11 +117,13 @@ def test_multi_line_tool_typed_in_text_mode_and_called_as_a_function(box: Docker
     assert ".pgs" not in box.read_file("/root/model.patch").decode()
 
 
+@pytest.mark.docker
 def test_forfeit_sentinel(box: DockerSandbox) -> None:
     tb = ToolBox(box, compat_toolset("giveup"))
     assert classify_output(tb.call("exit_forfeit").output).kind is OutputKind.EXIT_FORFEIT
 
 
+@pytest.mark.docker
 def test_pip_install_in_install_sh_is_done_in_the_tools_image(
     repo: Path, base_image: str, docker_client: Any
 ) -> None:
