@@ -26,7 +26,7 @@ from envs.sandbox import Sandbox
 from tests.repos import git
 
 
-@pytest.fixture(params=["docker", "local"])
+@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
 def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
     if request.param == "docker":
         image = request.getfixturevalue("base_image")
