@@ -24,7 +24,7 @@ from agent.models import ModelConfig
 from agent.pgs.method import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
-from envs.registry import SandboxConfig, SandboxTypeError
+from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError
 from envs.registry import config_class as sandbox_config_class
 
 
@@ -135,6 +135,9 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 parser_args: dict[str, Any] = {"type": _structured, "metavar": "JSON"}
             elif kind[0] is bool:
                 parser_args = {"action": argparse.BooleanOptionalAction}
+            elif key == "sandbox.type":  # a registered kind or a user's class by import path
+                parser_args = {"type": str, "metavar": "|".join([*BUILTIN, "MODULE:CLASS"])}
+                help_text = "the sandbox: a built-in kind or package.module:Class of your own"
             else:
                 parser_args = {"type": kind[0], "metavar": name.upper()}
                 if name in choices:

@@ -92,3 +92,19 @@ def test_pgs_run_in_a_users_sandbox_class(
     assert "marker=from-my-config" in traj["trajectory"][0]["observation"]
     assert traj["replay_config"]["sandbox"] == {"type": PATH, "marker": "from-my-config"}
     assert "return text.lower()" in (repo / "textutil.py").read_text()  # the host is untouched
+
+
+def test_the_sandbox_flag_takes_an_import_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--sandbox package.module:Class`` on the command line, its default config: no file."""
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    out = tmp_path / "out"
+    MarkedSandbox.opened.clear()
+    with ScriptedServer([SUBMIT]) as server:
+        code = main(run_argv(repo, "--sandbox", PATH, "--output-dir", str(out), url=server.url))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert len(MarkedSandbox.opened) == 1
+    line = cli_error(capsys, *run_argv(repo, "--sandbox", "no_such_package.box:Box"))
+    assert "cannot import" in line
