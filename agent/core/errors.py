@@ -9,7 +9,7 @@ one ``pgs: error:`` line and exits with 2 (:data:`envs.cli.USER_ERROR`)::
     ModelError           the model's API                  agent.models
     ToolConfigError      a tool bundle's config           agent.core.tools
     ToolInstallError     a tool bundle's install.sh       agent.core.tools
-    ScriptError          a scripted model's script        agent.models.scripted
+    ScriptError          a scripted model's script        agent.models.script
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from agent.core.config import ConfigError
 from agent.core.run import InputError
 from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.models import ModelError
-from agent.models.scripted import ScriptError
+from agent.models.script import ScriptError
 from envs.errors import EnvError
 
 USER_ERRORS: tuple[type[Exception], ...] = (

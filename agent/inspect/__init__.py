@@ -12,7 +12,7 @@ self-contained static HTML page per trajectory (and an index for a batch).
   nothing loaded from anywhere);
 - :mod:`agent.inspect.tui`: the same records in a terminal (Textual; the panels' texts in
   :mod:`agent.inspect.tui_text`);
-- :mod:`agent.inspect.cli`: the command (``register`` adds it to a CLI).
+- the command ``pgs inspect`` is :mod:`agent.cli.inspect`.
 """
 
 from agent.inspect.load import InspectError, load, load_batch, load_trajectory, resolve

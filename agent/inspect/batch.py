@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.inspect.fields import (
     KINDS,
     InspectError,
@@ -143,12 +145,21 @@ def _row(
     return row
 
 
+def _report_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+    """``pgs report``'s fields of a run, or None when its pgs record is damaged (the row then
+    shows what the trajectory itself holds, and the loader lists what is missing)."""
+    try:
+        return prediction_fields(data)
+    except ValidationError:
+        return None
+
+
 def _fill_row(row: BatchRow, traj: Trajectory, data: dict[str, Any]) -> None:
     row.exit_status = traj.exit_status
     row.steps = len(traj.steps)
     row.duration = traj.duration
-    if traj.writer == "pgs":  # the fields `pgs report` counts, computed the same way
-        fields = prediction_fields(data)
+    fields = _report_fields(data) if traj.writer == "pgs" else None
+    if fields is not None:  # the fields `pgs report` counts, computed the same way
         row.mode, row.verdict = fields["pgs_mode"], fields["pgs_verdict"]
         row.rounds, row.cost = fields["pgs_rounds"], fields["cost"]
     else:

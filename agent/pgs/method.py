@@ -61,7 +61,6 @@ from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.pgs.validate import drop_contradictions, validate_properties
-from agent.pgs.validate import explicit_examples as explicit_examples  # tests import it here
 from envs.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)

@@ -16,8 +16,9 @@ from agent.core.run import usage
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
-from agent.pgs.method import drop_contradictions, explicit_examples, judge
+from agent.pgs.method import judge
 from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.validate import drop_contradictions, explicit_examples
 from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.repos import make_repo
 
