@@ -100,8 +100,10 @@ class Action:
     tool: str | None = None
 
 
-@dataclass
-class RunResult:
+class RunResult(BaseModel):
+    """How a run ended; the trajectory holds the rest (``PGSRecord.from_trajectory``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
     exit_status: str
     submission: str
     steps: int
@@ -195,7 +197,9 @@ class Agent:
             )
             self.traj.history = self.messages
             self.traj.save()
-        return RunResult(status, submission, self.steps, self.traj)
+        return RunResult(
+            exit_status=status, submission=submission, steps=self.steps, trajectory=self.traj
+        )
 
     def setup(self, problem_statement: str) -> None:
         # PROBLEM_STATEMENT: read by SWE-agent's review-on-submit tools.

@@ -84,7 +84,9 @@ def _cost(trajectory: dict[str, Any]) -> float:
     traj = Trajectory(Path(os.devnull), replay_config={})
     traj.info = dict(trajectory.get("info") or {})
     traj.extra = {"pgs": trajectory.get("pgs") or {}}
-    result = RunResult(str(traj.info.get("exit_status")), "", 0, traj)
+    result = RunResult(
+        exit_status=str(traj.info.get("exit_status")), submission="", steps=0, trajectory=traj
+    )
     return usage(result)["instance_cost"]
 
 

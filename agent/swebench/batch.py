@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.live import Live
 
@@ -379,9 +380,10 @@ class Batch:
         os._exit(INTERRUPTED)
 
 
-@dataclass(frozen=True)
-class Finished:
-    """What :func:`run_detached` returns to the driver."""
+class Finished(BaseModel):
+    """What :func:`run_detached` returns to the driver (pickled across a Ray cluster)."""
+
+    model_config = ConfigDict(frozen=True)
 
     instance_id: str
     exit_status: str
@@ -414,12 +416,12 @@ def run_detached(
             if p.is_file()
         }
     return Finished(
-        iid,
-        exit_status,
-        files,
-        batch.preds.get(iid),
-        batch.stats.total_cost,
-        batch.stats.api_calls,
-        time.monotonic() - started,
-        f"{socket.gethostname()}:{os.getpid()}",
+        instance_id=iid,
+        exit_status=exit_status,
+        files=files,
+        pred=batch.preds.get(iid),
+        cost=batch.stats.total_cost,
+        api_calls=batch.stats.api_calls,
+        seconds=time.monotonic() - started,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
     )
