@@ -35,7 +35,7 @@ sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from agent.cli import main  # noqa: E402
 from agent.models.scripted import ScriptedServer  # noqa: E402
-from tests.support.swe_dataset import Dataset, fixing_policy, make_dataset  # noqa: E402
+from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,25 +91,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def batch(dataset: Dataset, url: str, out: Path, workers: int, *extra: str) -> float:
     """One ``pgs batch`` (``--redo``); its wall time in seconds."""
-    args = [
-        "batch",
-        "--instances",
-        str(dataset.instances_file),
-        "--repos-dir",
-        str(dataset.repos_dir),
-        "--output-dir",
-        str(out),
-        "--model",
-        "scripted",
-        "--base-url",
-        url,
-        "--feedback",
-        "none",
-        "--workers",
-        str(workers),
-        "--redo",
-        *extra,
-    ]
+    args = batch_args(dataset, url, out, "--workers", str(workers), "--redo", *extra, price=0.0)
     started = time.monotonic()
     with contextlib.redirect_stderr(io.StringIO()):
         code = main(args)

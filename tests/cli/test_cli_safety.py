@@ -29,7 +29,8 @@ import pytest
 from agent.models.scripted import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import make_repo
-from tests.support.swe_dataset import Dataset, fixing_policy, make_dataset
+from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
+from tests.support.textutil import pgs_env, run_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 PGS = [sys.executable, "-m", "agent.cli"]
@@ -59,42 +60,13 @@ def fixing(request: dict[str, Any]) -> dict[str, Any]:
     return [FIX, SUBMIT][min(asked, 1)]
 
 
-@pytest.fixture(autouse=True)
-def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return make_repo(tmp_path / "textutil", BUGGY)
 
 
-def pgs_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    return {**env, "PYTHONPATH": str(ROOT)}
-
-
 def run_args(repo: Path, url: str, *extra: str, issue: str = ISSUE) -> list[str]:
-    return [
-        *PGS,
-        "run",
-        "--repo",
-        str(repo),
-        "--issue",
-        issue,
-        "--model",
-        MODEL,
-        "--base-url",
-        url,
-        "--model.prices",
-        json.dumps({MODEL: [0, 0]}),
-        "--model.retries",
-        '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}',
-        "--feedback",
-        "none",
-        *extra,
-    ]
+    return [*PGS, *run_argv(repo, *extra, url=url, issue=issue)]
 
 
 def pgs(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -339,24 +311,7 @@ def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
     out = tmp_path / "run"
     policy = HeldFirst()
     with ScriptedServer(policy) as server:
-        args = [
-            *PGS,
-            "batch",
-            "--instances",
-            str(dataset.instances_file),
-            "--repos-dir",
-            str(dataset.repos_dir),
-            "--output-dir",
-            str(out),
-            "--model",
-            MODEL,
-            "--base-url",
-            server.url,
-            "--model.prices",
-            json.dumps({MODEL: [0, 0]}),
-            "--feedback",
-            "none",
-        ]
+        args = [*PGS, *batch_args(dataset, server.url, out, model=MODEL, price=0.0)]
         proc = subprocess.Popen(
             args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )

@@ -39,6 +39,7 @@ from tests.support.textutil import (
     config_for,
     hidden_tests_pass,
     last_message,
+    pgs_env,
     run_agent,
     run_argv,
 )
@@ -277,11 +278,6 @@ def test_ctrl_c_leaves_a_valid_traj_and_no_container(
     assert [s["action"].split()[0] for s in traj["trajectory"]] == ["str_replace_editor", "echo"]
     assert "+    return text.upper()" in traj["info"]["submission"]
     assert our_containers(docker_client, os.getpid()) == before
-
-
-def pgs_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
 def pgs_run_args(repo: Path, url: str, image: str, out: Path) -> list[str]:

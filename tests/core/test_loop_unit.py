@@ -110,7 +110,13 @@ def run_loop(
         try:
             result = loop.run(ISSUE)
         except BadRequest:
-            return Run(RunResult("raised", "", loop.steps, loop.traj), replay, traj_path)
+            return Run(
+                RunResult(
+                    exit_status="raised", submission="", steps=loop.steps, trajectory=loop.traj
+                ),
+                replay,
+                traj_path,
+            )
     return Run(result, replay, traj_path)
 
 

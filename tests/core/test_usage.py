@@ -14,7 +14,7 @@ def result_with(generator: dict[str, float], tester: dict[str, float] | None) ->
     traj.info["model_stats"] = generator
     if tester is not None:
         traj.extra["pgs"] = {"tester": {"info": {"model_stats": tester}}}
-    return RunResult("submitted", "", 3, traj)
+    return RunResult(exit_status="submitted", submission="", steps=3, trajectory=traj)
 
 
 def test_usage_adds_the_testers_cost_and_tokens() -> None:

@@ -48,7 +48,7 @@ from agent.cli import main
 from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.html import OBSERVATION_LIMIT
 from agent.models.scripted import ScriptedServer
-from tests.support.swe_dataset import Dataset, make_dataset
+from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 PGS = [sys.executable, "-m", "agent.cli"]
@@ -377,22 +377,7 @@ def batch_run(tmp_path_factory: pytest.TempPathFactory, base_image: str) -> Batc
     common = ["--instances", str(dataset.instances_file), "--repos-dir", str(dataset.repos_dir)]
     with ScriptedServer(batch_policy) as server:
         code = main(
-            [
-                "batch",
-                *common,
-                "--output-dir",
-                str(out),
-                "--model",
-                MODEL,
-                "--base-url",
-                server.url,
-                "--model.prices",
-                json.dumps({MODEL: [1.0, 1.0]}),
-                "--model.retries",
-                '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}',
-                "--rounds",
-                "1",
-            ]
+            batch_args(dataset, server.url, out, "--rounds", "1", feedback=None, model=MODEL)
         )
     assert code == 0
     code = main(

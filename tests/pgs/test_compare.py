@@ -20,7 +20,7 @@ from agent.cli import main
 from agent.models.scripted import ScriptedServer
 from agent.pgs.compare import prediction_fields
 from agent.pgs.tokens import SimpleCounter
-from tests.support.swe_dataset import Dataset, make_dataset
+from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 I1 = "acme__textkit-1"
 
@@ -286,29 +286,7 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
 
 
 def batch_and_eval(dataset: Dataset, url: str, out: Path, mode: str) -> dict[str, Any]:
-    code = main(
-        [
-            "batch",
-            "--instances",
-            str(dataset.instances_file),
-            "--filter",
-            f"^{I1}$",
-            "--repos-dir",
-            str(dataset.repos_dir),
-            "--output-dir",
-            str(out),
-            "--model",
-            "scripted",
-            "--base-url",
-            url,
-            "--model.prices",
-            '{"scripted": [1.0, 1.0]}',
-            "--model.retries",
-            '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}',
-            "--feedback",
-            mode,
-        ]
-    )
+    code = main(batch_args(dataset, url, out, "--filter", f"^{I1}$", feedback=mode))
     assert code == 0
     code = main(
         [

@@ -40,7 +40,12 @@ def as_result(data: dict[str, Any], tmp_path: Path) -> RunResult:
     traj = Trajectory(tmp_path / "t.traj", replay_config=data["replay_config"])
     traj.info = data["info"]
     traj.extra = {"pgs": data["pgs"]}
-    return RunResult(str(data["info"]["exit_status"]), data["info"]["submission"], 3, traj)
+    return RunResult(
+        exit_status=str(data["info"]["exit_status"]),
+        submission=data["info"]["submission"],
+        steps=3,
+        trajectory=traj,
+    )
 
 
 def record_shape(pgs: dict[str, Any]) -> Any:

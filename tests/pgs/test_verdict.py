@@ -141,7 +141,7 @@ def test_usage_counts_every_tester_turn() -> None:
     traj.info["model_stats"] = {"tokens_sent": 10, "tokens_received": 1, "instance_cost": 0.5}
     turn = {"info": {"model_stats": {"tokens_sent": 4, "tokens_received": 2, "instance_cost": 0.1}}}
     traj.extra["pgs"] = {"tester": turn, "tester_2": turn, "tester_turns": []}
-    stats = usage(RunResult("submitted", "", 1, traj))
+    stats = usage(RunResult(exit_status="submitted", submission="", steps=1, trajectory=traj))
     assert stats["tokens_sent"] == 18 and abs(stats["tester_cost"] - 0.2) < 1e-9
 
 

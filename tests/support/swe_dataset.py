@@ -284,3 +284,40 @@ def fixing_policy(request: dict[str, Any]) -> dict[str, Any]:
             ],
         }
     return {"content": "Done.", "tool_calls": [{"name": "submit", "arguments": {}}]}
+
+
+#: The retries of every test batch: fast, so a scripted error costs milliseconds.
+FAST_RETRIES = '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}'
+
+
+def batch_args(
+    dataset: Dataset,
+    url: str,
+    out: Path,
+    *extra: str,
+    instances: Path | None = None,
+    feedback: str | None = "none",
+    price: float = 1.0,
+    model: str = "scripted",
+) -> list[str]:
+    """``pgs batch`` over ``dataset`` with the scripted model at ``url`` (``feedback`` None:
+    the default mode); ``extra`` flags go last."""
+    return [
+        "batch",
+        "--instances",
+        str(instances or dataset.instances_file),
+        "--repos-dir",
+        str(dataset.repos_dir),
+        "--output-dir",
+        str(out),
+        "--model",
+        model,
+        "--base-url",
+        url,
+        "--model.prices",
+        json.dumps({model: [price, price]}),
+        "--model.retries",
+        FAST_RETRIES,
+        *(["--feedback", feedback] if feedback else []),
+        *extra,
+    ]

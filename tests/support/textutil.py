@@ -5,6 +5,7 @@ decide whether a patch fixes it, and helpers to run ``pgs`` and read what a user
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -140,13 +141,16 @@ def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return lines[0]
 
 
-def run_argv(repo: Path, *extra: str, url: str = "http://127.0.0.1:9/v1") -> list[str]:
+def run_argv(
+    repo: Path, *extra: str, url: str = "http://127.0.0.1:9/v1", issue: str = ISSUE
+) -> list[str]:
+    """``pgs run`` on ``repo`` with the scripted model at ``url``, no PGS; ``extra`` last."""
     return [
         "run",
         "--repo",
         str(repo),
         "--issue",
-        ISSUE,
+        issue,
         "--model",
         MODEL,
         "--base-url",
@@ -159,6 +163,15 @@ def run_argv(repo: Path, *extra: str, url: str = "http://127.0.0.1:9/v1") -> lis
         "none",
         *extra,
     ]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pgs_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``python -m agent.cli`` subprocess: no model keys, pgs importable."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    return {**env, "PYTHONPATH": str(ROOT), **extra}
 
 
 def closed_port() -> int:

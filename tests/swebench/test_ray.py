@@ -33,8 +33,8 @@ from agent.cli import main
 from agent.core.run import output_paths
 from agent.models.scripted import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL, list_containers
-from tests.support.swe_dataset import Dataset, fixing_policy, make_dataset
-from tests.swebench.test_swebench import I1, I2, batch_args
+from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
+from tests.swebench.test_swebench import I1, I2
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")

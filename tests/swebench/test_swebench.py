@@ -34,7 +34,7 @@ from agent.swebench import (
 from agent.swebench.batch import finished_status
 from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
-from tests.support.swe_dataset import Dataset, fixing_policy, make_dataset
+from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 I1, I2 = "acme__textkit-1", "acme__textkit-2"
@@ -236,28 +236,6 @@ def test_failed_image_build_names_the_failing_command(
 # --------------------------------------------------------------------------- batches
 
 
-def batch_args(dataset: Dataset, url: str, out: Path, instances: Path | None = None) -> list[str]:
-    return [
-        "batch",
-        "--instances",
-        str(instances or dataset.instances_file),
-        "--repos-dir",
-        str(dataset.repos_dir),
-        "--output-dir",
-        str(out),
-        "--model",
-        "scripted",
-        "--base-url",
-        url,
-        "--model.prices",
-        '{"scripted": [1.0, 1.0]}',
-        "--model.retries",
-        '{"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}',
-        "--feedback",
-        "none",
-    ]
-
-
 @pytest.mark.docker
 def test_batch_predictions_are_graded_and_resume_skips_finished(
     dataset: Dataset, base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
@@ -268,7 +246,7 @@ def test_batch_predictions_are_graded_and_resume_skips_finished(
     instances.write_text(json.dumps([*dataset.records, broken]))
     out = tmp_path / "run"
     with ScriptedServer(fixing_policy) as server:
-        args = batch_args(dataset, server.url, out, instances)
+        args = batch_args(dataset, server.url, out, instances=instances)
         code = main([*args, "--workers", "2"])
         first_requests = len(server.requests)
         assert code == 1  # one instance failed
