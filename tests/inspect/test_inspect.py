@@ -12,7 +12,7 @@
 - SWE-agent's layout, an older SWE-agent file and a file with almost nothing in it render, and
   the page says what each lacks.
 - A 300-step run with 1 MB outputs: the page stays under 5 MB, outputs are folded and cut, and
-  each cut links to a file holding the whole output (the time is measured in bench/inspect.py,
+  each cut links to a file holding the whole output (the time is measured in bench/inspector.py,
   not here).
 - The command: bad PATHs are one error line; ``--serve`` serves the page over HTTP; ``--open``
   uses ``$BROWSER`` and says so when there is no browser.

@@ -1,6 +1,6 @@
 """How long ``pgs inspect`` takes on a large run, and how big its page is.
 
-    .venv/bin/python bench/inspect.py [--steps 300] [--observation-mb 1] [--repeat 3]
+    .venv/bin/python bench/inspector.py [--steps 300] [--observation-mb 1] [--repeat 3]
 
 A synthetic trajectory in pgs's layout: ``--steps`` steps, each with an observation of
 ``--observation-mb`` MB (distinct log-like lines), a thought and an action, plus a PGS record
