@@ -59,3 +59,24 @@ def commit_files(sandbox: DockerSandbox, files: dict[str, str]) -> str:
     done = sandbox.run("git add -A && git -c user.name=t -c user.email=t@t commit -qm extra")
     assert done.ok, done.output
     return sandbox.run("git rev-parse HEAD").output.strip()
+
+
+def assert_unsound_dropped(reasons: dict[str, str]) -> None:
+    """The five unsound DEDUPE properties are dropped, each for its own reason (``reasons``:
+    file path -> reason, as the validation records it)."""
+    from tests.support.example_repos import DEDUPE
+
+    path = DEDUPE.property_path
+    unsound = (
+        "issue_unsound_passes",
+        "regression_unsound_fails",
+        "name_error",
+        "import_error",
+        "bad_strategy",
+    )
+    assert set(reasons) == {path(role) for role in unsound}
+    assert "does not capture the bug" in reasons[path("issue_unsound_passes")]
+    assert reasons[path("regression_unsound_fails")].startswith("unsound: fails on the original")
+    assert "itself raised NameError" in reasons[path("name_error")]
+    assert reasons[path("import_error")].startswith("the file does not import")
+    assert reasons[path("bad_strategy")].startswith("bad strategy (InvalidArgument)")
