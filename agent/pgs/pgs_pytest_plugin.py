@@ -47,7 +47,8 @@ first the one the fields above describe (what pytest reported), then, after a fa
 example, the generated one if the search found a different failing input. Node ids are
 pytest's own: the search adds inputs, never tests.
 
-Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError is a
+Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError (or
+pytest's ``Failed``: ``pytest.raises`` saying DID NOT RAISE, ``pytest.fail``) is a
 ``property_violation``, unless the failing input is an explicit ``@example`` (then, like an
 unmarked repository test failing by AssertionError, a ``wrong_answer``); any other exception is
 a ``runtime_error``; the time limit or Hypothesis's deadline is a ``timeout``. Setup errors and
@@ -176,11 +177,18 @@ def _short_repr(value: Any, limit: int = 1000) -> str:
 _INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
 
 
+def _check_failed(leaf: BaseException) -> bool:
+    """The test's own check failed: an assert, or pytest's ``Failed`` (``pytest.raises`` saying
+    DID NOT RAISE, ``pytest.fail``), which says the code did not do what the test expects just
+    as an assert does; anything else the code (or the test) raised is a runtime error."""
+    return isinstance(leaf, (AssertionError, pytest.fail.Exception))
+
+
 def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple[str, str]:
     """(outcome, category) of a failure, by the paper's outcome classes."""
     if any(results.is_timeout(leaf) for leaf in leaves):
         return "timeout", "timeout"
-    if leaves and all(isinstance(leaf, AssertionError) for leaf in leaves):
+    if leaves and all(_check_failed(leaf) for leaf in leaves):
         return "failed", "property_violation" if given and not explicit else "wrong_answer"
     return "failed", "runtime_error"
 
@@ -242,6 +250,8 @@ def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> di
     leaf = leaves[0]
     if isinstance(leaf, AssertionError) and category != "timeout":
         found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
+    elif _check_failed(leaf) and category != "timeout":
+        found["returned"] = str(leaf).strip() or "failed"
     else:
         message = str(leaf).strip().splitlines()
         found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
@@ -365,6 +375,8 @@ class PgsReporter:
             leaf = results.leaf_exceptions(excinfo.value)[0]
             if isinstance(leaf, AssertionError) and result["category"] != "timeout":
                 result["returned"] = results.returned(report)
+            elif _check_failed(leaf) and result["category"] != "timeout":
+                result["returned"] = str(leaf).strip() or "failed"
             else:
                 message = str(leaf).strip().splitlines()
                 result["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")

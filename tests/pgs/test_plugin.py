@@ -249,3 +249,54 @@ def test_parse_example_gives_back_any_multi_line_call_on_one_line(
     example, explicit = plugin_results.parse_example("\n".join(["some output", *lines, "after"]))
     assert example == "test_p(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
     assert not explicit
+
+
+REFUSES = """import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def make(name):
+    return {"name": name}  # the bug: an empty name is not refused
+
+
+@pytest.mark.pgs_issue("an empty name is refused with ValueError")
+@given(st.just(""))
+def test_empty_name_is_refused(name):
+    with pytest.raises(ValueError):
+        make(name)
+
+
+@pytest.mark.pgs_issue("every name is refused by pytest.fail")
+@given(st.integers(min_value=3))
+def test_fails_by_pytest_fail(n):
+    pytest.fail(f"got {n}")
+"""
+
+
+def test_pytest_raises_saying_did_not_raise_is_the_tests_own_check_failing(
+    small_repo: Path,
+) -> None:
+    """Found on SWE-bench Verified pallets__flask-5014: the Tester's issue property
+    ``with pytest.raises(ValueError): Blueprint("", ...)`` failed on the original code with
+    DID NOT RAISE -- exactly the bug -- and was dropped as "the property itself raised"."""
+    from agent.pgs.validate import validate_properties
+
+    path = ".pgs/properties/test_refuses.py"
+    with LocalSandbox(small_repo) as sandbox:
+        sandbox.write_file(path, REFUSES)
+        report = run_pytest(sandbox, [path], settings=SETTINGS, timeout=120)
+    refused, failed = report.results
+    assert (refused.category, refused.example) == (
+        "property_violation",
+        "test_empty_name_is_refused(name='')",
+    )
+    assert refused.returned and refused.returned.startswith("DID NOT RAISE")  # pytest's wording
+    assert "ValueError" in refused.returned
+    assert (failed.category, failed.returned) == ("property_violation", "got 3")
+    kept, dropped = validate_properties(report, "Blueprint('') must raise ValueError")
+    assert kept == [r.nodeid for r in report.results] and dropped == []
+    chosen = select_failure(report, "property-min", SimpleCounter())
+    assert chosen is not None
+    message = render_feedback(chosen, "property-min", 1, 5)
+    assert "Got: DID NOT RAISE" in message or "Got: got 3" in message
