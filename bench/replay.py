@@ -25,28 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.core.loop import Agent, AgentConfig
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.models import Model, ModelConfig, ModelResponse, OpenAIModel, ReplayModel
+from agent.models import Model, ModelConfig, OpenAIModel, ReplayModel
 from agent.models.scripted import ScriptedServer
+from bench.loop import TimedModel
 from envs.local import LocalSandbox
 from tests.repos import make_repo
-
-
-class Timed:
-    """Forwards to a real model and adds up the time spent in ``query``."""
-
-    def __init__(self, inner: Model) -> None:
-        self.inner = inner
-        self.stats = inner.stats
-        self.elapsed = 0.0
-
-    def query(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
-    ) -> ModelResponse:
-        start = time.perf_counter()
-        try:
-            return self.inner.query(messages, tools)
-        finally:
-            self.elapsed += time.perf_counter() - start
 
 
 def script(steps: int) -> list[dict[str, Any]]:
@@ -59,7 +42,7 @@ def script(steps: int) -> list[dict[str, Any]]:
 
 def one_run(model: Model, repo: Path, out: Path) -> tuple[float, float]:
     """(model seconds, run seconds) of one whole run."""
-    timed = Timed(model)
+    timed = TimedModel(model)
     with LocalSandbox(repo) as box:
         agent = Agent(
             AgentConfig(),

@@ -25,12 +25,6 @@ from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 I1 = "acme__textkit-1"
 
 
-@pytest.fixture(autouse=True)
-def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def report_json(capsys: pytest.CaptureFixture[str], *dirs: Path) -> dict[str, Any]:
     capsys.readouterr()
     assert main(["report", *map(str, dirs), "--json"]) == 0

@@ -321,3 +321,14 @@ def batch_args(
         *(["--feedback", feedback] if feedback else []),
         *extra,
     ]
+
+
+def eval_summary(predictions: Path, instances: Path, out: Path, *extra: str) -> dict[str, Any]:
+    """``pgs eval`` (run id ``t``, reports in ``out/report``); the summary report it wrote."""
+    from agent.cli import main
+
+    argv = ["eval", "--predictions", str(predictions), "--instances", str(instances), *extra]
+    code = main([*argv, "--report-dir", str(out / "report"), "--run-id", "t"])
+    assert code == 0
+    summary: dict[str, Any] = json.loads((out / "report" / "m.t.json").read_text())
+    return summary

@@ -24,12 +24,11 @@ from typing import Any
 
 import pytest
 
-from agent.cli import main
 from agent.swebench import END_TEST_OUTPUT, START_TEST_OUTPUT, Environments, Instance
 from agent.swebench.official import official_name, official_reference, registry_arg
 from envs import images
 from envs.docker_util import labels
-from tests.support.swe_dataset import Dataset, git, make_dataset
+from tests.support.swe_dataset import Dataset, eval_summary, git, make_dataset
 
 IN_CI = os.environ.get("CI") == "true"
 IID = "acme__textkit-1"
@@ -210,26 +209,8 @@ def run_eval(
     instances = out / "instances.json"
     instances.write_text(json.dumps([record]))
     preds = dataset.write_preds(out / "preds.json", {IID: patch})
-    code = main(
-        [
-            "eval",
-            "--predictions",
-            str(preds),
-            "--instances",
-            str(instances),
-            "--image-source",
-            "official",
-            "--registry",
-            registry,
-            "--report-dir",
-            str(out / "report"),
-            "--run-id",
-            "t",
-        ]
-    )
-    assert code == 0
-    summary: dict[str, Any] = json.loads((out / "report" / "m.t.json").read_text())
-    return summary
+    extra = ["--image-source", "official", "--registry", registry]
+    return eval_summary(preds, instances, out, *extra)
 
 
 # ------------------------------------------------------------------------------ names

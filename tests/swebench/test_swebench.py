@@ -34,7 +34,13 @@ from agent.swebench import (
 from agent.swebench.batch import finished_status
 from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
-from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
+from tests.support.swe_dataset import (
+    Dataset,
+    batch_args,
+    eval_summary,
+    fixing_policy,
+    make_dataset,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 I1, I2 = "acme__textkit-1", "acme__textkit-2"
@@ -62,36 +68,14 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
     return make_dataset(tmp_path_factory.mktemp("swe"))
 
 
-@pytest.fixture(autouse=True)
-def _no_real_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def run_eval(
     dataset: Dataset, preds: dict[str, str | None], out: Path, *extra: str
 ) -> dict[str, Any]:
     """``pgs eval`` on ``preds``; the summary report it wrote."""
     path = dataset.write_preds(out / "preds.json", preds)
-    code = main(
-        [
-            "eval",
-            "--predictions",
-            str(path),
-            "--instances",
-            str(dataset.instances_file),
-            "--repos-dir",
-            str(dataset.repos_dir),
-            "--report-dir",
-            str(out / "report"),
-            "--run-id",
-            "t",
-            *extra,
-        ]
+    return eval_summary(
+        path, dataset.instances_file, out, "--repos-dir", str(dataset.repos_dir), *extra
     )
-    assert code == 0
-    summary: dict[str, Any] = json.loads((out / "report" / "m.t.json").read_text())
-    return summary
 
 
 def instance_report(out: Path, iid: str) -> dict[str, Any]:
