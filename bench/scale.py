@@ -4,15 +4,13 @@
     .venv/bin/python bench/scale.py [--rounds 3] [--workers 1]
 
 The batch is the test suite's two example instances (``tests/support/swe_dataset.py``) with the
-scripted fixing model (``agent/models/scripted.py``), images warm (a first local round builds them, not
-timed). Each round runs the batch once with each executor (``--redo``, the same output folder),
-and the overhead of a round is (Ray's wall time - local wall time) / instances: task shipping,
-the scratch folder, the files sent back and written by the driver (the driver connects once,
-before the rounds, as a long batch does). The cluster (``ray start --head`` with a ``docker``
-resource, its own temporary folder) is started once, outside the timing, and stopped at the
-end. Needs pgs-agent[ray].
-Last line: ray_overhead_s_per_instance=<median over rounds>.
-"""
+scripted fixing model (``agent/models/scripted.py``), images warm (a first local round builds them,
+not timed). Each round runs the batch once with each executor (``--redo``, the same output folder),
+and the overhead of a round is (Ray's wall time - local wall time) / instances: task shipping, the
+scratch folder, the files sent back and written by the driver (the driver connects once, before the
+rounds, as a long batch does). The cluster (``ray start --head`` with a ``docker`` resource, its own
+temporary folder) is started once, outside the timing, and stopped at the end. Needs pgs-agent[ray].
+Last line: ray_overhead_s_per_instance=<median over rounds>."""
 
 from __future__ import annotations
 
