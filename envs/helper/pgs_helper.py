@@ -246,6 +246,8 @@ def _pump(proc, buf, timeout):
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     sel.register(_in.fd, selectors.EVENT_READ)
+    if _child_exited is not None:
+        sel.register(_child_exited, selectors.EVENT_READ)
     output_open = True
     # Once the output has closed, the command may still be exiting (rm, git and env close
     # their output first): poll for its end, briefly at first, so it is not killed in that gap.
@@ -263,6 +265,9 @@ def _pump(proc, buf, timeout):
                 delay = min(delay * 2, 0.05)
                 events = sel.select(0)
             for key, _ in events:
+                if key.fd == _child_exited:
+                    _drop_wakeups()
+                    continue
                 if key.fd == _in.fd:
                     _in.fill()
                     if _in.take_cancel():
@@ -280,6 +285,32 @@ def _pump(proc, buf, timeout):
                 return False
     finally:
         sel.close()
+
+
+#: Readable when a child has exited (SIGCHLD through signal.set_wakeup_fd): the command's end
+#: wakes the pump at once even while something it left behind holds its output open.
+_child_exited = None
+
+
+def _watch_children():
+    global _child_exited
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    try:
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except TypeError:  # Python 3.6 has no warn_on_full_buffer
+        signal.set_wakeup_fd(write_end)
+    _child_exited = read_end
+
+
+def _drop_wakeups():
+    try:
+        while os.read(_child_exited, 4096):
+            pass
+    except BlockingIOError:
+        pass
 
 
 def _drain(stream, buf, wait):
@@ -450,6 +481,7 @@ def main():
     sys.stdout = sys.stderr
     global CONTAIN
     CONTAIN = "--no-contain" not in sys.argv[1:] and _become_subreaper()
+    _watch_children()
     reply({"id": None, "ready": True, "pid": os.getpid(), "contained": CONTAIN})
     try:
         while True:
