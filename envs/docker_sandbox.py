@@ -104,7 +104,7 @@ class DockerSandboxConfig(SandboxSettings):
     disk_limit: str | None = Field(
         "8g",
         description="most the sandbox may write to its filesystem (Docker syntax: 500m, 8g); "
-        "None: no limit",
+        "none: no limit",
     )
     disk_check_interval: float = Field(
         30.0,
@@ -114,10 +114,12 @@ class DockerSandboxConfig(SandboxSettings):
         "container's files)",
     )
 
-    @field_validator("disk_limit")
+    @field_validator("disk_limit", mode="before")
     @classmethod
-    def _size(cls, value: str | None) -> str | None:
-        if value is not None:
+    def _size(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "0"):
+            return None
+        if isinstance(value, str):
             parse_size(value)
         return value
 

@@ -72,6 +72,7 @@ def test_the_hardening_is_configurable(base_image: str, small_repo: Path) -> Non
         status = _status(box)
         assert int(status["CapEff"], 16) == 1 and status["NoNewPrivs"] == "0"
         assert box.disk_enforcement == "none"
+    assert DockerSandboxConfig(image=base_image, disk_limit="none").disk_limit is None
     with pytest.raises(ValidationError, match="not a size"):
         DockerSandboxConfig(image=base_image, disk_limit="lots")
 
