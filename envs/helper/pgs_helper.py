@@ -14,7 +14,8 @@ When a command ends, times out or is cancelled, the helper freezes that tree (SI
 before children, until a scan of /proc finds nothing running and nothing new) and then kills
 it (SIGKILL), and reaps until it has no child left; a fork bomb cannot outrun it, because a
 stopped process cannot fork. Only the helper's own descendants are ever signalled, so on the
-host (LocalSandbox) no other process is touched. Why not a PID namespace or a cgroup: both need
+host (LocalSandbox) no other process is touched (nor can a descendant that runs as another
+user, a setuid program, be: it is left). Why not a PID namespace or a cgroup: both need
 privileges the hardened container does not have (CAP_SYS_ADMIN, a writable cgroup tree), and
 neither exists for the local sandbox; a subreaper needs no privilege, works the same in both,
 and costs one ``waitpid`` per command when nothing was left behind. ``--no-contain`` turns this
@@ -148,10 +149,15 @@ def _become_subreaper():
 
 
 def _signal(pid, sig):
+    """False when ``pid`` may not be signalled (a setuid program on the host runs as another
+    user); True otherwise, also when it has exited meanwhile."""
     try:
         os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
+    except ProcessLookupError:
         pass
+    except PermissionError:
+        return False
+    return True
 
 
 def _reap():
@@ -209,16 +215,18 @@ def end_descendants():
         return 0
     me = os.getpid()
     deadline = time.monotonic() + END_LIMIT
-    ended = set()
+    ended, untouchable = set(), set()
     while time.monotonic() < deadline:
         stopped = set()
         while True:
             table = _process_table()
-            tree = _descendants(table, me)
+            tree = [p for p in _descendants(table, me) if p not in untouchable]
             for pid in tree:
                 if pid not in stopped:
-                    _signal(pid, signal.SIGSTOP)
+                    if not _signal(pid, signal.SIGSTOP):
+                        untouchable.add(pid)
                     stopped.add(pid)
+            tree = [p for p in tree if p not in untouchable]
             if time.monotonic() >= deadline or all(table[p][1] in b"TtZX" for p in tree):
                 break
             time.sleep(0.001)  # let the stops land
@@ -229,8 +237,10 @@ def end_descendants():
         while time.monotonic() < deadline:
             if _reap():
                 return len(ended)
-            table = _process_table()
-            if any(p not in ended for p in _descendants(table, me)):
+            left = [p for p in _descendants(_process_table(), me) if p not in untouchable]
+            if not left:
+                return len(ended)  # only what may not be signalled remains
+            if any(p not in ended for p in left):
                 break  # a child forked before its parent stopped: freeze again
             time.sleep(pause)  # the killed are exiting; their zombies come to the helper
             pause = min(pause * 2, 0.02)

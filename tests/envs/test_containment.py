@@ -31,6 +31,14 @@ ESCAPES = {
         "        time.sleep(300)\n'"
     ),
 }
+
+
+def _after(ways: list[str]) -> str:
+    """Shell lines that wait until each way's pid file is written, then say done."""
+    files = " ".join(f"{way}.pid" for way in ways)
+    return f"\nfor f in {files}; do until [ -s $f ]; do sleep 0.05; done; done; echo done"
+
+
 #: Appends a line to grow.txt ten times a second, from a session of its own.
 WRITER = "setsid sh -c 'while :; do echo x >> grow.txt; sleep 0.1; done' &"
 
@@ -55,7 +63,7 @@ def _alive(sandbox: Sandbox, pid_file: str) -> bool:
 
 
 def test_a_background_writer_stops_editing_the_repository(sandbox: Sandbox) -> None:
-    started = sandbox.run(f"{WRITER} sleep 0.3; echo started")
+    started = sandbox.run(f"{WRITER} until [ -s grow.txt ]; do sleep 0.05; done; echo started")
     assert started.ok and "started" in started.output
     sizes = sandbox.run("wc -c < grow.txt; sleep 1; wc -c < grow.txt").output.split()
     assert len(sizes) == 2 and sizes[0] == sizes[1], f"grow.txt still grows: {sizes}"
@@ -67,7 +75,7 @@ def test_a_background_writer_stops_editing_the_repository(sandbox: Sandbox) -> N
 def test_a_child_that_left_the_process_group_ends_with_the_command(
     sandbox: Sandbox, way: str
 ) -> None:
-    result = sandbox.run(f"{ESCAPES[way]}\nsleep 0.5; echo done")
+    result = sandbox.run(ESCAPES[way] + _after([way]))
     assert result.ok and "done" in result.output, result.output
     assert not _alive(sandbox, f"{way}.pid")
 
@@ -93,7 +101,7 @@ def test_a_process_the_command_did_not_start_is_never_touched(small_repo: Path) 
     try:
         with LocalSandbox(small_repo) as box:
             commands = [*ESCAPES.values(), WRITER]
-            result = box.run("\n".join(commands) + "\nsleep 0.5; echo done")
+            result = box.run("\n".join(commands) + _after(list(ESCAPES)))
             assert result.ok and "done" in result.output
             for way in ESCAPES:
                 assert not _alive(box, f"{way}.pid")
@@ -109,7 +117,7 @@ def test_a_process_the_command_did_not_start_is_never_touched(small_repo: Path) 
 def test_nothing_but_the_helper_is_left_in_the_container(base_image: str, small_repo: Path) -> None:
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
         commands = [*ESCAPES.values(), WRITER]
-        assert box.run("\n".join(commands) + "\nsleep 0.5; echo done").ok
+        assert box.run("\n".join(commands) + _after(list(ESCAPES))).ok
         # ps itself, Docker's init and the helper: nothing else.
         left = box.run("ps -eo comm=").output.split()
         assert sorted(left) == ["docker-init", "ps", "python3"], left
