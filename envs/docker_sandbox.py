@@ -493,8 +493,15 @@ def _reap_orphans_once(client: Any) -> None:
         logger.info("removed %d container(s) of ended pgs runs", removed)
 
 
+#: The storage driver of each daemon (by address) this process asked: `docker info` is slow.
+_drivers: dict[str, str] = {}
+
+
 def _storage_driver(client: Any) -> str:
-    try:
-        return str(client.info().get("Driver", ""))
-    except Exception:  # the daemon answers create, it will say what is wrong there
-        return ""
+    where = str(getattr(client.api, "base_url", ""))
+    if where not in _drivers:
+        try:
+            _drivers[where] = str(client.info().get("Driver", ""))
+        except Exception:  # the daemon answers create, it will say what is wrong there
+            return ""
+    return _drivers[where]

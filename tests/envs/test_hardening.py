@@ -100,3 +100,20 @@ def test_writing_past_the_disk_limit_fails_clearly_and_the_sandbox_goes_on(
         after = box.run("rm -f *.bin && echo cleaned && git status --short")
         assert after.ok and after.output.startswith("cleaned")
         assert box.run("echo next").output == "next\n"
+
+
+def test_a_driver_that_refuses_the_quota_falls_back_to_the_size_check(
+    base_image: str, small_repo: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Taken for a quota driver, the daemon's own driver refuses `--storage-opt size` (overlay2
+    # on ext4 does the same): the sandbox starts anyway, with the size check.
+    import envs.docker_sandbox as module
+
+    driver = docker_client.info()["Driver"]
+    monkeypatch.setattr(module, "QUOTA_DRIVERS", {*module.QUOTA_DRIVERS, driver})
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        assert box.disk_enforcement in ("check", "quota")
+        if box.disk_enforcement == "check":
+            host = docker_client.containers.get(box.container.id).attrs["HostConfig"]
+            assert not host.get("StorageOpt")
+        assert box.run("echo up").output == "up\n"
