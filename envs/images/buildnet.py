@@ -471,3 +471,4 @@ def build_network(
     finally:
         server.shutdown()
         server.server_close()
+        (folder / SOCKET_NAME).unlink(missing_ok=True)
