@@ -48,6 +48,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 #: Where the build's folder (socket, relay, CA, step script) is mounted inside the container.
 MOUNT = "/run/pgs-build"
@@ -134,8 +135,8 @@ def refused(address: str) -> bool:
     """Whether a build may not connect to ``address``: loopback, private, link-local, multicast,
     unspecified, or one of this host's own addresses (its services listen there)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):  # an IPv4 address inside an IPv6 one
+        ip = ip.ipv4_mapped or ip.sixtofour or ip
     if any(ip.version == net.version and ip in net for net in _PRIVATE):
         return True
     return str(ip) in _own_addresses()
@@ -396,6 +397,19 @@ class _Handler(socketserver.BaseRequestHandler):
         return data.replace(origin + b"/", f"http://{RELAY_ADDRESS}/i/{number}/".encode())
 
 
+class _SameOrigin(urllib.request.HTTPRedirectHandler):
+    """Redirects within the index's origin only (PyPI sends ``/simple/Django/`` to
+    ``/simple/django/``): never elsewhere, where its credentials would follow."""
+
+    def redirect_request(
+        self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
+        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(newurl)
+        if (old.scheme, old.netloc) != (new.scheme, new.netloc):
+            raise urllib.error.HTTPError(newurl, 403, "redirect off the index", headers, fp)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 class BuildProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     """The build's only way out, on a Unix socket (see the module's docstring)."""
 
@@ -418,7 +432,9 @@ class BuildProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         context = ssl.create_default_context(cafile=ca)
         # Straight to the index: the host's own proxy variables are not used (see the docs).
         self.opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+            urllib.request.ProxyHandler({}),
+            urllib.request.HTTPSHandler(context=context),
+            _SameOrigin(),
         )
 
 

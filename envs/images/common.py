@@ -271,8 +271,8 @@ class Layer:
                         )
                     raise_build_error(f"build {tag}: {short(step)}", output)
                 container.stop(timeout=1)
-                repository, _, version = tag.rpartition(":")
-                if not repository:
+                repository, sep, version = tag.rpartition(":")
+                if not sep or "/" in version:  # no tag, or the colon of a registry's port
                     repository, version = tag, "latest"
                 container.commit(
                     repository=repository,

@@ -37,6 +37,7 @@ def test_loopback_and_private_addresses_are_refused(address: Any) -> None:
 
 def test_link_local_own_and_public_addresses() -> None:
     assert refused("169.254.169.254")  # cloud metadata
+    assert refused("2002:7f00:1::")  # 127.0.0.1 inside a 6to4 address
     assert refused("172.17.0.1") and refused("192.168.1.1") and refused("fe80::1")
     own = socket.gethostbyname(socket.gethostname())
     assert refused(own)  # this host's own address: its services listen there
@@ -138,6 +139,11 @@ def index() -> Iterator[tuple[str, list[str]]]:
         def do_GET(self) -> None:
             auth.append(self.headers.get("Authorization") or "")
             origin = f"http://127.0.0.1:{self.server.server_port}"  # type: ignore[attr-defined]
+            if self.path.startswith("/away/"):  # an index sending pip elsewhere
+                self.send_response(302)
+                self.send_header("Location", self.path.removeprefix("/away/"))
+                self.end_headers()
+                return
             if self.path.startswith("/files/"):
                 body, kind = b"wheel bytes", "application/octet-stream"
             elif JSON_TYPE in (self.headers.get("Accept") or ""):
@@ -166,7 +172,7 @@ def body_of(answer: bytes) -> bytes:
 
 
 def test_the_index_is_relayed_with_its_credentials_links_back_and_filtered_by_moment(
-    tmp_path: Path, index: tuple[str, list[str]]
+    tmp_path: Path, index: tuple[str, list[str]], listener: tuple[int, list[str]]
 ) -> None:
     origin, auth = index
     configured = Index.parse(origin.replace("//", "//canary-user:canary-token@") + "/simple")
@@ -189,10 +195,14 @@ def test_the_index_is_relayed_with_its_credentials_links_back_and_filtered_by_mo
         wheel = ask(sock, b"GET /i/0/files/docutils-0.21.2-py3-none-any.whl HTTP/1.1\r\n\r\n")
         assert body_of(wheel) == b"wheel bytes"
         assert ask(sock, b"GET /i/0/simple/nothing/ HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 404")
+        # A redirect off the index is not followed (its credentials would go along).
+        away = f"GET /i/0/away/http://localhost:{listener[0]}/ HTTP/1.1\r\n\r\n".encode()
+        assert ask(sock, away).startswith(b"HTTP/1.1 403")
     finally:
         server.shutdown()
         server.server_close()
     assert set(auth) == {"Basic Y2FuYXJ5LXVzZXI6Y2FuYXJ5LXRva2Vu"}  # canary-user:canary-token
+    assert listener[1] == []
 
 
 # -- real builds --------------------------------------------------------------------------------
