@@ -480,7 +480,8 @@ def build_network(
         shutil.copyfile(ca, folder / "ca.crt")
     (folder / "relay.py").write_text(RELAY)
     server = BuildProxy(folder / SOCKET_NAME, indexes, allowed_hosts(indexes), moment=moment, ca=ca)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll: shutdown() waits for it, at the end of every build.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield BuildNetwork(folder, build_env(indexes, ca is not None), server)
