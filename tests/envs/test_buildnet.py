@@ -25,6 +25,7 @@ from envs.images import RepoImageSpec, build_repo_image
 from envs.images.buildnet import BuildProxy, Index, build_env, refused
 from envs.images.snapshot import JSON_TYPE
 from tests.repos import make_repo
+from tests.support.textutil import cli_error
 
 # -- the proxy, no Docker -----------------------------------------------------------------------
 
@@ -377,3 +378,14 @@ def test_without_repo_install_no_code_of_the_repository_runs(
     imported = "cd / && python -c 'import iniconfig, probe; print(probe.ANSWER)'"
     assert run(docker_client, built.tag, imported).strip() == "42"
     assert "probe" not in run(docker_client, built.tag, "python -m pip list --format=freeze")
+
+
+def test_no_repo_install_is_about_the_image_pgs_builds(
+    capsys: pytest.CaptureFixture[str], small_repo: Path
+) -> None:
+    run_args = ["run", "--issue", "fix it", "--repo", str(small_repo), "--model", "m"]
+    run_args += ["--no-repo-install"]
+    line = cli_error(capsys, *run_args, "--image", "pgs-base:py3.9")
+    assert "--no-repo-install is about the repository image pgs builds" in line
+    line = cli_error(capsys, *run_args, "--sandbox", "local")
+    assert "--no-repo-install is about a Docker image: it needs --sandbox docker" in line
