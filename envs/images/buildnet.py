@@ -60,6 +60,8 @@ DEFAULT_INDEX = "https://pypi.org/simple"
 #: Hosts a build reaches besides the indexes: PyPI's files, and the Debian mirror for the apt
 #: commands of SWE-bench specs (``pre_install``).
 DEFAULT_HOSTS = ("pypi.org", "files.pythonhosted.org", "deb.debian.org", "security.debian.org")
+#: Connections the proxy serves at once (pip opens a few; apt one per mirror).
+MAX_CONNECTIONS = 64
 #: CONNECT is allowed to these ports only; plain HTTP (apt) to port 80.
 TLS_PORTS = (443,)
 #: Variables pointing tools at the host's certificate authority, inside the build.
@@ -415,6 +417,20 @@ class BuildProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 
     daemon_threads = True
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        # A thread per connection, but never more than MAX_CONNECTIONS: code in the build
+        # cannot make the pgs process start threads without end.
+        if not self.slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
     def __init__(
         self,
         path: Path,
@@ -430,6 +446,7 @@ class BuildProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         #: Why requests were refused, in order (for tests and error messages).
         self.refusals: list[str] = []
         context = ssl.create_default_context(cafile=ca)
+        self.slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         # Straight to the index: the host's own proxy variables are not used (see the docs).
         self.opener = urllib.request.build_opener(
             urllib.request.ProxyHandler({}),
