@@ -112,12 +112,12 @@ def build_layered(
         return image_id, True
     with file_lock(env_tag.replace(":", "-").replace("/", "-")):
         if not image_exists(client, env_tag):
-            status(f"building {env_tag} (the environment; package indexes only)")
+            status(f"docker build {env_tag} (the environment; package indexes only)")
             env.build(client, env_tag)
     with file_lock(repo_tag.replace(":", "-").replace("/", "-")):
         if image_id := image_exists(client, repo_tag):
             return image_id, True
-        status(f"building {repo_tag} (the repository; package indexes only)")
+        status(f"docker build {repo_tag} (the repository; package indexes only)")
         return repo.build(client, repo_tag), False
 
 
