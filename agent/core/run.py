@@ -415,8 +415,6 @@ def links_outside(patch: str, repo: Path) -> list[str]:
     found = []
     for section in re.split(r"^(?=diff --git )", patch, flags=re.MULTILINE):
         lines = section.splitlines()
-        if not any(_LINK_MODE.match(line) for line in lines):
-            continue
         path = old = ""
         added = []
         for line in lines:
@@ -428,11 +426,13 @@ def links_outside(patch: str, repo: Path) -> list[str]:
                 old = _unquote(line.split(" from ", 1)[1])
             elif line.startswith("+") and not line.startswith("+++"):
                 added.append(line[1:])
-        if not path:
+        to_file = any(re.match(r"(?:new file mode|new mode) 100", line) for line in lines)
+        moved_link = bool(old) and (repo / old).is_symlink() and not to_file
+        if not path or not (moved_link or any(_LINK_MODE.match(line) for line in lines)):
             continue
         if added:
             target = "\n".join(added)
-        elif old and (repo / old).is_symlink():  # moved: the same target, from a new place
+        elif moved_link:  # renamed or copied as it is: the same target, from a new place
             target = str((repo / old).readlink())
         else:
             continue
