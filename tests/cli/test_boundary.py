@@ -17,8 +17,11 @@ import json
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from agent.models.scripted import ScriptedServer
 from tests.repos import git, make_repo
@@ -213,15 +216,33 @@ def test_apply_refuses_a_patch_that_links_outside_the_repository(tmp_path: Path)
 # --------------------------------------------------------------------------- --allow-dirty
 
 
+@pytest.fixture
+def clean_repo(tmp_path: Path) -> Path:
+    return make_repo(tmp_path / "textutil", BUGGY)
+
+
+@pytest.fixture
+def image_with_repo(clean_repo: Path, base_image: str, docker_client: Any) -> Iterator[str]:
+    """An image that holds the clean repository at /repo (as ``pgs env build``'s do), so the
+    run carries only the user's uncommitted files into its sandbox."""
+    context = clean_repo.parent / "context"
+    git(clean_repo.parent, "clone", "-q", str(clean_repo), str(context / "repo"))
+    (context / "Dockerfile").write_text(f"FROM {base_image}\nCOPY repo /repo\n")
+    tag = f"pgs-test-links:{uuid.uuid4().hex[:8]}"
+    docker_client.images.build(path=str(context), tag=tag, rm=True)
+    yield tag
+    docker_client.images.remove(tag, force=True)
+
+
 def test_untracked_links_bring_no_host_content_into_the_docker_sandbox(
-    tmp_path: Path, base_image: str
+    tmp_path: Path, clean_repo: Path, image_with_repo: str
 ) -> None:
     canary = f"host-canary-{uuid.uuid4().hex}"
     host = tmp_path / "host"
     (host / "folder").mkdir(parents=True)
     (host / "secret.txt").write_text(canary + "\n")
     (host / "folder" / "inside.txt").write_text(canary + "\n")
-    repo = make_repo(tmp_path / "textutil", BUGGY)
+    repo = clean_repo
     (repo / "to_file").symlink_to(host / "secret.txt")
     (repo / "to_folder").symlink_to(host / "folder")
     look = "readlink to_file to_folder; cat to_file to_folder/inside.txt; git log --stat -1"
@@ -230,7 +251,7 @@ def test_untracked_links_bring_no_host_content_into_the_docker_sandbox(
         [bash(look), bash(SED_FIX), SUBMIT],
         tmp_path / "out",
         "--allow-dirty",
-        sandbox=("--image", base_image),
+        sandbox=("--image", image_with_repo),
     )
 
     assert done.returncode == 0, done.stderr
