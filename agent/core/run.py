@@ -327,7 +327,7 @@ def run_task(
         )
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:
-            write_atomic(paths["properties"], reviewer.properties_patch())
+            write_atomic(paths["properties"], redactor.redact(reviewer.properties_patch()))
     except BaseException:
         close_after_error(sandbox)
         raise
