@@ -31,7 +31,6 @@ from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
 
-
 #: The host variables commands in the local sandbox see: what programs need to find programs,
 #: speak the user's language and verify certificates; nothing that carries a credential.
 HOST_ENV = (
