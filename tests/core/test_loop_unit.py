@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.core.loop import Agent, AgentConfig, RunResult
-from agent.core.tools import Toolset
+from agent.core.tools import Toolset, default_bundle_paths
 from agent.core.trajectory import Trajectory
 from agent.models import BadRequest, ModelConfig, ReplayModel, RetryConfig
 from agent.models.script import message_tokens
@@ -93,6 +93,7 @@ def run_loop(
     agent: dict[str, Any] | None = None,
     model: dict[str, Any] | None = None,
     files: dict[str, str] | None = None,
+    bundles: list[Path] | None = None,
 ) -> Run:
     """Run the loop on the buggy repository (plus ``files``); ``script(repo_path)`` gives the
     model's steps."""
@@ -107,7 +108,7 @@ def run_loop(
             AgentConfig.model_validate(agent or {}),
             replay,
             box,
-            Toolset.from_paths(None),
+            Toolset.from_paths(bundles),
             Trajectory(traj_path, replay_config={}),
             function_calling=config.function_calling,
         )
@@ -208,6 +209,19 @@ def test_sentinels_in_a_repository_file_are_text_and_the_patch_is_the_diff(
     assert FIXED_LINE in run.result.submission and "evil" not in run.result.submission
     seen = run.last_message(1)["content"]
     assert "<<SWE_AGENT_SUBMISSION>>" in seen and "###SWE-AGENT-EXIT-FORFEIT###" in seen
+
+
+def test_a_review_on_submit_bundle_reviews_then_submits(tmp_path: Path) -> None:
+    compat = Path(__file__).resolve().parents[1] / "tools" / "compat"
+    bundles = [*default_bundle_paths()[:1], compat / "reviewsubmit"]  # edit, SWE-agent's submit
+
+    run = run_loop(tmp_path, lambda repo: [fix(repo), SUBMIT, SUBMIT], bundles=bundles, files=NOTES)
+
+    assert run.result.exit_status == "submitted" and run.result.steps == 3
+    assert FIXED_LINE in run.result.submission and "evil" not in run.result.submission
+    review = run.last_message(2)["content"]
+    assert "Review your changes" in review and FIXED_LINE in review
+    assert "###SWE-AGENT-RETRY" not in review  # the submit tool's sentinel, recognised
 
 
 # --------------------------------------------------------------------------- format errors
