@@ -4,6 +4,13 @@ For users without Docker. It offers NO isolation: commands run as you, with your
 your files. Only the repository is copied, so the original working tree is never modified.
 What a command starts ends with it, as in the Docker sandbox: the helper is a child subreaper
 and ends its own descendants only, never another process of yours.
+
+The environment is not the host's: commands see only the variables of :data:`HOST_ENV` (and
+``LC_*``) taken from the host, ``HOME`` set to the sandbox's own folder, and ``sandbox.env``;
+API keys, tokens and every other host variable stay out. (A command can still read what your
+user can read, ``/proc/<pid>/environ`` of your other processes included: this hides the keys
+from an ordinary ``env``, it does not contain a hostile command. Use the Docker sandbox for
+that; pgs redacts secret values from everything it writes either way, :mod:`agent.core.secrets`.)
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -24,6 +32,31 @@ from envs.channel import HelperSandbox, helper_source
 from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
+
+#: The host variables commands in the local sandbox see: what programs need to find programs,
+#: speak the user's language and verify certificates; nothing that carries a credential.
+HOST_ENV = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+
+
+def sandbox_environ(home: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of the local sandbox's helper: :data:`HOST_ENV` and ``LC_*`` of
+    ``environ`` (the host's by default), ``HOME`` the sandbox's own (``sandbox.env`` is added
+    to each command)."""
+    environ = os.environ if environ is None else environ
+    kept = {k: v for k, v in environ.items() if k in HOST_ENV or k.startswith("LC_")}
+    return {**kept, "HOME": home}
 
 
 class LocalSandboxConfig(SandboxSettings):
@@ -112,7 +145,7 @@ class LocalSandbox(HelperSandbox):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 cwd=self.repo_path,
-                env={**os.environ, "HOME": self.home},
+                env=sandbox_environ(self.home),
             )
             self._attach(_PipeChannel(proc))
         except BaseException:
@@ -122,7 +155,10 @@ class LocalSandbox(HelperSandbox):
     def upload(self, local: Path, remote: str) -> None:
         target = Path(self._abs(remote))
         target.parent.mkdir(parents=True, exist_ok=True)
-        if Path(local).is_dir():
+        if Path(local).is_symlink():  # a link stays a link: its target's content stays out
+            target.unlink(missing_ok=True)
+            target.symlink_to(os.readlink(local))
+        elif Path(local).is_dir():
             shutil.copytree(local, target, symlinks=True, dirs_exist_ok=True)
         else:
             shutil.copy2(local, target)

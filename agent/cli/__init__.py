@@ -23,6 +23,7 @@ from agent.cli import batch, demo, eval, inspect, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
 from agent.core.errors import INTERRUPTED, USER_ERRORS
+from agent.core.secrets import RedactingFilter, Redactor
 from envs.cli import USER_ERROR, print_error
 from envs.cli import register as register_env
 
@@ -54,12 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="pgs: %(levelname)s: %(message)s",
     )
+    for handler in logging.getLogger().handlers:  # log lines hold the host's secrets redacted
+        handler.addFilter(RedactingFilter())
     received: list[signal.Signals] = []
     try:
         with stop_signals(received):
             code: int = args.func(args)
     except USER_ERRORS as e:
-        print_error(str(e))
+        print_error(Redactor.from_env().redact(str(e)))
         return USER_ERROR
     except KeyboardInterrupt:
         by = f" by {received[0].name}" if received and received[0] != signal.SIGINT else ""

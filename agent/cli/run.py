@@ -32,6 +32,7 @@ from agent.core.run import (
     run_task,
     usage,
 )
+from agent.core.secrets import Redactor
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
 from agent.pgs.records import PGSRecord, ValidationRecord
@@ -76,7 +77,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="replace the results of a previous run of the same issue in --output-dir",
     )
-    run.add_argument("--apply", action="store_true", help="apply the patch to --repo at the end")
+    run.add_argument(
+        "--apply",
+        action="store_true",
+        help="apply the patch to --repo at the end (only a submitted patch, unless --force; "
+        "never one that links outside the repository or had a secret redacted)",
+    )
     run.add_argument(
         "--allow-dirty", action="store_true", help="work on top of uncommitted changes"
     )
@@ -117,7 +123,7 @@ def add_github_flags(parser: argparse.ArgumentParser) -> None:
         "--force",
         action="store_true",
         help="work on a closed or locked issue; open a PR or post a comment for a patch whose "
-        "PGS verdict is not passed",
+        "PGS verdict is not passed; --apply the patch of a run that did not submit",
     )
     parser.add_argument(
         "--setup",
@@ -194,7 +200,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if pr_hook is not None and pr_hook.refused:
         return 1
     if args.apply and result.submission.strip():
-        apply_patch(repo, result.submission)
+        apply_patch(
+            repo,
+            result.submission,
+            exit_status=result.exit_status,
+            force=args.force,
+            redacted=result.trajectory.info.get("patch_redacted") or (),
+            patch_file=output_paths(output_dir, task.instance_id)["patch"],
+        )
         err.print(f"applied the patch to {repo}")
     return 0 if result.exit_status == "submitted" else 1
 
@@ -206,23 +219,26 @@ class TerminalHook(RunHook):
 
     def __init__(self, console: Console = err) -> None:
         self.console = console
+        #: Everything shown goes through it (the host's secrets, :mod:`agent.core.secrets`).
+        self.redactor = Redactor.from_env()
         self.spinner: Status | None = None
         self.instance_id = ""
         self.started = time.monotonic()
 
     def on_start(self, task: Task, config: RunConfig) -> None:
         self.instance_id = task.instance_id
+        self.redactor = Redactor.for_config(config)
         self.started = time.monotonic()
         self.spinner = self.console.status(f"{task.instance_id}: starting")
         self.spinner.start()
 
     def on_status(self, text: str) -> None:
         if self.spinner is not None:
-            self.spinner.update(f"{self.instance_id}: {text}")
+            self.spinner.update(self.redactor.redact(f"{self.instance_id}: {text}"))
 
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
         stats = agent.model.stats
-        action = step["action"].splitlines()[0][:70] if step["action"] else ""
+        action = self.redactor.redact(step["action"]).splitlines()[0][:70] if step["action"] else ""
         if self.spinner is not None:
             self.spinner.update(
                 f"step {agent.steps} | {action} | {stats.tokens_sent + stats.tokens_received} "
@@ -264,11 +280,20 @@ def run_with_progress(
 
 
 def report(result: RunResult, paths: dict[str, Path], console: Console = err) -> None:
-    """The patch on stdout; on stderr the run's exit status, usage and PGS summary."""
-    if result.submission.strip():
-        print(result.submission, end="" if result.submission.endswith("\n") else "\n")
+    """The patch on stdout; on stderr the run's exit status, usage and PGS summary; the host's
+    secrets redacted from all of it."""
+    redact = result.trajectory.redactor.redact
+    patch = redact(result.submission)
+    if patch.strip():
+        print(patch, end="" if patch.endswith("\n") else "\n")
     else:
         console.print("(no changes)")
+    redacted = result.trajectory.info.get("patch_redacted")
+    if redacted:
+        console.print(
+            f"pgs: warning: the patch held the value of {', '.join(redacted)}; it is written "
+            "with *** in its place"
+        )
     stats = usage(result)  # the Generator's and the Tester's
     console.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
@@ -287,8 +312,8 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
             f"verdict: {pgs.verdict}"
         )
         if pgs.verdict_reason:
-            console.print(f"  why: {pgs.verdict_reason}")
+            console.print(redact(f"  why: {pgs.verdict_reason}"))
         for r in pgs.rounds:
             if r.selection:
-                console.print(f"  round {r.round}: {r.selection.why}")
+                console.print(redact(f"  round {r.round}: {r.selection.why}"))
     console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")

@@ -60,6 +60,15 @@ class ToolsConfig(BaseModel):
         default_factory=dict,
         description="written to the tools' registry file (~/.swe-agent-env), over the bundles'",
     )
+    submit_tools: list[str] = Field(
+        default_factory=lambda: ["submit"],
+        description="tools whose <<SWE_AGENT_SUBMISSION>> ends the run (in any other "
+        "command's output the marker is text)",
+    )
+    forfeit_tools: list[str] = Field(
+        default_factory=lambda: ["exit_forfeit"],
+        description="tools whose ###SWE-AGENT-EXIT-FORFEIT### gives up the run",
+    )
 
     @field_validator("env_variables")
     @classmethod

@@ -9,6 +9,13 @@ the current diff is kept as the submission), :class:`Forfeited`, and
 row).
 The trajectory is written after every step and in a ``finally``, so Ctrl-C or a crash leaves a
 valid ``.traj`` with its exit status.
+
+A run is submitted only by a submit tool (:meth:`~agent.core.tools.Toolset.role`): the marker in
+any other command's output is text. The submitted patch is the sandbox's diff once the submit
+tool has run, never text a command printed. Every message passes through the trajectory's
+redactor (:mod:`agent.core.secrets`) before the model sees it; a submission that holds a secret
+value is kept with the value redacted, and its variables' names are listed in the ``.traj``
+under ``info.patch_redacted``.
 """
 
 from __future__ import annotations
@@ -188,6 +195,7 @@ class Agent:
             self.traj.info["error"] = f"{type(e).__name__}: {e}"
             raise
         finally:
+            submission = self._without_secrets(submission)
             self.traj.info.update(
                 exit_status=status,
                 submission=submission,
@@ -291,15 +299,10 @@ class Agent:
             result = self.sandbox.run(
                 action.command, timeout=self.config.command_timeout, env=self.env
             )
-            out = classify_output(result.output)
-            kind, patch, exit_code, timed_out = (
-                out.kind,
-                out.patch,
-                result.exit_code,
-                result.timed_out,
-            )
-            if kind is OutputKind.SUBMISSION and not (patch or "").strip():
-                patch = self._model_patch()  # SWE-agent's submit prints only the marker
+            out = classify_output(result.output, self.toolset.role(action.command, action.tool))
+            kind, exit_code, timed_out = out.kind, result.exit_code, result.timed_out
+            # The repository's real change, not what the tool (or a file it printed) claims.
+            patch = self.sandbox.diff() if kind is OutputKind.SUBMISSION else None
             observation = cut_middle(
                 out.text, self.config.max_observation_chars, dropped=_dropped(result)
             )
@@ -365,7 +368,7 @@ class Agent:
         self.messages.append(
             {
                 "role": role,
-                "content": content,
+                "content": self.traj.redactor.redact(content),
                 "agent": "main",
                 "message_type": message_type,
                 **extra,
@@ -412,13 +415,14 @@ class Agent:
         """The last exchange only: the whole prompt per step would make the .traj quadratic."""
         return self.prompt()[-3:]
 
-    def _model_patch(self) -> str:
-        """``<home>/model.patch``, where SWE-agent's submit writes the patch ('' if none)."""
-        home = getattr(self.sandbox, "home", None) or "/root"
-        try:
-            return self.sandbox.read_file(f"{home}/model.patch").decode("utf-8", "replace")
-        except Exception:  # no such file: the sandbox's own error type
-            return ""
+    def _without_secrets(self, patch: str) -> str:
+        """``patch`` with the host's secret values redacted; the run is marked when it held any
+        (such a patch no longer applies as it was made: ``pgs run --apply`` refuses it)."""
+        found = self.traj.redactor.found(patch)
+        if not found:
+            return patch
+        self.traj.info["patch_redacted"] = found
+        return self.traj.redactor.redact(patch)
 
     def _current_diff(self) -> str:
         try:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import posixpath
 import re
 import shlex
 import subprocess
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,9 +20,10 @@ from typing import TYPE_CHECKING
 from agent.core.config import RunConfig, dump
 from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
+from agent.core.secrets import Redactor
 from agent.core.toolenv import sandbox_image
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory, secrets_from_env, write_atomic
+from agent.core.trajectory import Trajectory, write_atomic
 from agent.models import GlobalStats, get_model
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
@@ -185,7 +187,9 @@ def _upload_if_missing(box: Sandbox, repo: Path, hooks: RunHook) -> bool:
 def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
     """Give the sandbox the user's uncommitted changes, committed there, so the agent's patch
     holds only the agent's own changes and applies on top of the user's tree. ``copied``: the
-    sandbox already holds the working tree (LocalSandbox), only the commit is missing."""
+    sandbox already holds the working tree (LocalSandbox), only the commit is missing.
+    An untracked symbolic link is carried as a link (its target's path, never its content:
+    a link to a host file or folder brings nothing of the host in)."""
     patch = _git(repo, "diff", "HEAD", "--binary")
     untracked = _git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
     if not patch and not any(untracked):
@@ -196,8 +200,16 @@ def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
         if not result.ok and "already exists" not in result.output:
             raise EnvError(f"could not carry the uncommitted changes over:\n{result.output}")
     for name in filter(None, untracked):
-        if not copied and not any(name.startswith(d + "/") for d in SCRATCH_DIRS):
-            box.write_file(name, (repo / name).read_bytes())
+        if copied or any(name.startswith(d + "/") for d in SCRATCH_DIRS):
+            continue
+        path = repo / name
+        if path.is_symlink():
+            link, target = shlex.quote(name), shlex.quote(str(path.readlink()))
+            made = box.run(f'mkdir -p "$(dirname -- {link})" && ln -sfn -- {target} {link}')
+            if not made.ok:
+                raise EnvError(f"could not carry the link {name} over:\n{made.output}")
+        else:
+            box.write_file(name, path.read_bytes())
     box.run(
         "git add -A && git -c user.name=pgs -c user.email=pgs@localhost "
         "commit -q --no-verify -m 'pgs: uncommitted changes'"
@@ -287,9 +299,8 @@ def run_task(
     paths = output_paths(output_dir, task.instance_id)
     replay = dump(config)
     replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
-    traj = Trajectory(
-        paths["traj"], replay_config=replay, secrets=secrets_from_env([config.model.api_key_env])
-    )
+    redactor = Redactor.for_config(config)
+    traj = Trajectory(paths["traj"], replay_config=replay, redactor=redactor)
     traj.info["instance_id"] = task.instance_id
     traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
     model = get_model(config.model, global_stats)
@@ -297,6 +308,8 @@ def run_task(
         config.tools.bundles,
         registry_variables=config.tools.registry_variables,
         env_variables=config.tools.env_variables,
+        submit_tools=config.tools.submit_tools,
+        forfeit_tools=config.tools.forfeit_tools,
     )
     sandbox = open_sandbox(config, task.repo, run_id, hook, task.image_spec, toolset)
     try:
@@ -314,19 +327,19 @@ def run_task(
         )
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:
-            write_atomic(paths["properties"], reviewer.properties_patch())
+            write_atomic(paths["properties"], redactor.redact(reviewer.properties_patch()))
     except BaseException:
         close_after_error(sandbox)
         raise
     sandbox.close()
-    write_atomic(paths["patch"], result.submission)
+    write_atomic(paths["patch"], redactor.redact(result.submission))
     pred = {
         "instance_id": task.instance_id,
         "model_name_or_path": config.model.name,
         "model_patch": result.submission,
         **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
     }
-    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+    write_atomic(paths["pred"], redactor.redact(json.dumps(pred, indent=1)))
     hook.on_done(result, paths)
     return result
 
@@ -346,10 +359,43 @@ def usage(result: RunResult) -> dict[str, float]:
     return out
 
 
-def apply_patch(repo: Path, patch: str) -> None:
-    """Apply the agent's patch to the user's working tree (checked first, all or nothing)."""
+def apply_patch(
+    repo: Path,
+    patch: str,
+    *,
+    exit_status: str = "submitted",
+    force: bool = False,
+    redacted: Sequence[str] = (),
+    patch_file: Path | None = None,
+) -> None:
+    """Apply the agent's patch to the user's working tree (checked first, all or nothing).
+
+    Refused, each with one :class:`InputError` naming the fix: an empty patch; a patch of a
+    run whose ``exit_status`` is not ``submitted`` (a limit, an error, an interrupt ended it),
+    unless ``force``; a patch whose secret values were redacted (``redacted``: the variables'
+    names; it no longer holds what the agent wrote); a patch that makes a symbolic link point
+    outside the repository (:func:`links_outside`)."""
+    where = f" (the patch is in {patch_file})" if patch_file else ""
     if not patch.strip():
         raise InputError("the run produced an empty patch: nothing to apply")
+    if exit_status != "submitted" and not force:
+        raise InputError(
+            f"the run ended with {exit_status}, not a submitted patch, so --apply left your "
+            f"tree alone{where}: review it and pass --force with --apply to apply it anyway"
+        )
+    if redacted:
+        raise InputError(
+            f"the patch held the value of {', '.join(redacted)}, written as *** in its place, "
+            f"so it is not applied{where}: put the value back by hand and apply it with "
+            "`git apply`"
+        )
+    outside = links_outside(patch, repo)
+    if outside:
+        raise InputError(
+            f"the patch makes the symbolic link {outside[0]} point outside the repository, so "
+            f"it is not applied{where}: review it, remove that link and apply it with "
+            "`git apply`"
+        )
     for check in (True, False):
         args = ["git", "apply", "--whitespace=nowarn", *(["--check"] if check else []), "-"]
         done = subprocess.run(args, cwd=repo, input=patch, text=True, capture_output=True)
@@ -358,3 +404,54 @@ def apply_patch(repo: Path, patch: str) -> None:
                 f"the patch does not apply to {repo}: {done.stderr.strip()}; the patch file "
                 "is kept, apply it by hand"
             )
+
+
+_LINK_MODE = re.compile(r"^(?:new file mode|new mode) 120000$|^index \S+ 120000$")
+
+
+def links_outside(patch: str, repo: Path) -> list[str]:
+    """``link -> target`` of each symbolic link the git patch makes (new, changed, renamed or
+    copied) whose target lies outside the repository: absolute, or ``..`` past its top."""
+    found = []
+    for section in re.split(r"^(?=diff --git )", patch, flags=re.MULTILINE):
+        lines = section.splitlines()
+        path = old = ""
+        added = []
+        for line in lines:
+            if line.startswith("+++ "):
+                path = _patch_path(line[4:])
+            elif line.startswith(("rename to ", "copy to ")):
+                path = _unquote(line.split(" to ", 1)[1])
+            elif line.startswith(("rename from ", "copy from ")):
+                old = _unquote(line.split(" from ", 1)[1])
+            elif line.startswith("+") and not line.startswith("+++"):
+                added.append(line[1:])
+        to_file = any(re.match(r"(?:new file mode|new mode) 100", line) for line in lines)
+        moved_link = bool(old) and (repo / old).is_symlink() and not to_file
+        if not path or not (moved_link or any(_LINK_MODE.match(line) for line in lines)):
+            continue
+        if added:
+            target = "\n".join(added)
+        elif moved_link:  # renamed or copied as it is: the same target, from a new place
+            target = str((repo / old).readlink())
+        else:
+            continue
+        inside = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+        if posixpath.isabs(target) or inside == ".." or inside.startswith("../"):
+            found.append(f"{path} -> {target}")
+    return found
+
+
+def _unquote(name: str) -> str:
+    """A path as git writes it in a patch header (C-quoted when it holds special bytes)."""
+    name = name.strip()
+    if len(name) >= 2 and name[0] == name[-1] == '"':
+        name = name[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        name = name.encode("latin-1", "replace").decode("utf-8", "replace")
+    return name
+
+
+def _patch_path(header: str) -> str:
+    """``b/PATH`` of a ``+++`` line, without the ``b/``."""
+    name = _unquote(header.split("\t", 1)[0])
+    return "" if name == "/dev/null" else name.removeprefix("b/")

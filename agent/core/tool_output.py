@@ -1,8 +1,12 @@
-"""What a tool's output means to the loop: SWE-agent's sentinels, recognised.
+"""What a tool's output means to the loop: SWE-agent's sentinels, recognised where they count.
 
-A tool ends the run by printing :data:`SUBMISSION` (the patch after it, or between two of them),
-asks for a retry with :data:`RETRY_WITH_OUTPUT` / :data:`RETRY_WITHOUT_OUTPUT`, or gives up with
-:data:`EXIT_FORFEIT`. :func:`classify_output` tells which.
+A submit tool ends the run by printing :data:`SUBMISSION`; a forfeit tool gives up with
+:data:`EXIT_FORFEIT`; a bundle's tool may ask for a retry with :data:`RETRY_WITH_OUTPUT` /
+:data:`RETRY_WITHOUT_OUTPUT`. Which tool a command runs is its :class:`Role`
+(:meth:`agent.core.tools.Toolset.role`): a sentinel in the output of a command that does not run
+that kind of tool (``cat NOTES.md`` of a file that holds the marker) is plain text, and stays in
+the observation. :func:`classify_output` tells which. The submitted patch is never read from the
+output: the loop takes the sandbox's diff once a submit tool has submitted.
 """
 
 from __future__ import annotations
@@ -24,28 +28,38 @@ class OutputKind(StrEnum):
     EXIT_FORFEIT = "exit_forfeit"
 
 
+class Role(StrEnum):
+    """What a command runs, as far as sentinels go: the most a sentinel in its output can do."""
+
+    #: ``bash`` or a typed command running no bundle tool: no sentinel counts.
+    COMMAND = "command"
+    #: A bundle's tool: the retry sentinels count.
+    TOOL = "tool"
+    #: A submit tool (``tools.submit_tools``): the submission and retry sentinels count.
+    SUBMIT = "submit"
+    #: A forfeit tool (``tools.forfeit_tools``): the forfeit and retry sentinels count.
+    FORFEIT = "forfeit"
+
+
 @dataclass(frozen=True)
 class ToolOutput:
     """What a tool's output means to the loop."""
 
     kind: OutputKind
-    #: The output with the sentinel lines removed.
+    #: The output the model sees: for a submission what came before the marker; otherwise the
+    #: output with the sentinels that counted removed.
     text: str
-    #: For a submission: the patch (between the two sentinels, or after the only one).
-    patch: str | None = None
 
 
-def classify_output(output: str) -> ToolOutput:
-    """Recognise SWE-agent's sentinels in a command's output."""
-    if SUBMISSION in output:
-        before, _, rest = output.partition(SUBMISSION)
-        rest = rest.removeprefix("\r\n").removeprefix("\n")
-        patch, found, _after = rest.rpartition(SUBMISSION)
-        if not found:
-            patch = rest
-        return ToolOutput(OutputKind.SUBMISSION, before.strip(), patch)
+def classify_output(output: str, role: Role) -> ToolOutput:
+    """Recognise SWE-agent's sentinels in the output of a command of ``role``."""
+    if role is Role.COMMAND:
+        return ToolOutput(OutputKind.NORMAL, output)
+    if role is Role.SUBMIT and SUBMISSION in output:
+        return ToolOutput(OutputKind.SUBMISSION, output.partition(SUBMISSION)[0].strip())
+    if role is Role.FORFEIT and EXIT_FORFEIT in output:
+        return ToolOutput(OutputKind.EXIT_FORFEIT, output.replace(EXIT_FORFEIT, "").strip())
     for sentinel, kind in (
-        (EXIT_FORFEIT, OutputKind.EXIT_FORFEIT),
         (RETRY_WITH_OUTPUT, OutputKind.RETRY_WITH_OUTPUT),
         (RETRY_WITHOUT_OUTPUT, OutputKind.RETRY_WITHOUT_OUTPUT),
     ):

@@ -6,9 +6,11 @@ loads and checks a bundle folder). It installs the bundles into a sandbox
 docs), and turns a call into the shell command to run: arguments checked and coerced the way
 models commonly send them, ``argument_format`` applied, multi-line tools typed in text mode
 (:meth:`Toolset.guard_multiline`) given their text through a quoted heredoc. What a tool's output
-means (SWE-agent's sentinels) is :mod:`agent.core.tool_output`. Real SWE-agent bundles work
-unchanged: registry variables (and ``{WINDOW}`` in docstrings), ``#!/usr/bin/env python``
-helpers, a submit that only writes ``/root/model.patch``, ``install.sh`` that pip-installs.
+means (SWE-agent's sentinels) is :mod:`agent.core.tool_output`; which sentinels count in a
+command's output is its :meth:`Toolset.role` (a submission only from a submit tool). Real
+SWE-agent bundles work unchanged: registry variables (and ``{WINDOW}`` in docstrings),
+``#!/usr/bin/env python`` helpers, a submit that prints only the marker, ``install.sh`` that
+pip-installs.
 
 The names other modules use from the bundles and the output sentinels are importable from here
 too.
@@ -46,7 +48,7 @@ from agent.core.bundles import (
     default_bundles_dir,
 )
 from agent.core.parsing import FormatError
-from agent.core.tool_output import OutputKind, ToolOutput, classify_output
+from agent.core.tool_output import OutputKind, Role, ToolOutput, classify_output
 from agent.core.toolenv import ToolInstallError
 from envs.sandbox import Sandbox
 
@@ -54,6 +56,7 @@ __all__ = [
     "BASH_TOOL",
     "Bundle",
     "OutputKind",
+    "Role",
     "ToolCallError",
     "ToolConfigError",
     "ToolInstallError",
@@ -64,6 +67,25 @@ __all__ = [
     "default_bundle_paths",
     "default_bundles_dir",
 ]
+
+
+#: SWE-agent's names: its ``submit`` (and review_on_submit_m's), its forfeit bundle's tool.
+SUBMIT_TOOLS = ("submit",)
+FORFEIT_TOOLS = ("exit_forfeit",)
+#: Where a shell command line starts a new command (the first word after it runs).
+_COMMAND_BREAK = re.compile(r"\$\(|[;&|\n(){}`!]")
+
+
+def invoked_programs(command: str) -> set[str]:
+    """The first word of each command of a shell command line (``cat x && submit`` →
+    {cat, submit}), leading ``NAME=value`` assignments skipped. An approximation of the shell's
+    grammar that errs towards finding a program: it only decides whether a sentinel counts."""
+    programs = set()
+    for part in _COMMAND_BREAK.split(command):
+        words = [w for w in part.split() if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", w)]
+        if words:
+            programs.add(words[0])
+    return programs
 
 
 class ToolCallError(FormatError):
@@ -110,8 +132,13 @@ class Toolset:
         bash: bool = True,
         registry_variables: Mapping[str, Any] | None = None,
         env_variables: Mapping[str, Any] | None = None,
+        submit_tools: Sequence[str] = SUBMIT_TOOLS,
+        forfeit_tools: Sequence[str] = FORFEIT_TOOLS,
     ) -> None:
         self.bundles = list(bundles)
+        #: Tools whose output may submit, or forfeit (:meth:`role`).
+        self.submit_tools = set(submit_tools)
+        self.forfeit_tools = set(forfeit_tools)
         #: Configured registry values (they win over the bundles' own and install.sh's).
         self.registry_variables = dict(registry_variables or {})
         self.env_variables = {k: str(v) for k, v in (env_variables or {}).items()}
@@ -139,7 +166,8 @@ class Toolset:
         cls, paths: Sequence[Path | str] | None = None, *, bash: bool = True, **variables: Any
     ) -> Toolset:
         """Load bundles from folders (default: ours, :func:`default_bundle_paths`);
-        ``variables``: ``registry_variables`` and ``env_variables``."""
+        ``variables``: ``registry_variables``, ``env_variables``, ``submit_tools``,
+        ``forfeit_tools``."""
         chosen = default_bundle_paths() if paths is None else [Path(p) for p in paths]
         return cls([Bundle.load(p) for p in chosen], bash=bash, **variables)
 
@@ -161,6 +189,21 @@ class Toolset:
             return str(values[m.group(1)]) if m.group(1) in values else m.group(0)
 
         return re.sub(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", repl, tool.docstring or "")
+
+    def role(self, command: str, tool: str | None = None) -> Role:
+        """Which sentinels count in the output of ``command`` (called as ``tool``, else typed):
+        a bundle's submit tool may submit, its forfeit tool forfeit, any of its tools ask for a
+        retry; ``bash``, and a command running none of them, none (:mod:`agent.core.tool_output`).
+        """
+        programs = invoked_programs(command)
+        if tool and tool != BASH_TOOL:
+            programs.add(tool)
+        ours = programs & (self.tools.keys() - {BASH_TOOL})
+        if ours & self.submit_tools:
+            return Role.SUBMIT
+        if ours & self.forfeit_tools:
+            return Role.FORFEIT
+        return Role.TOOL if ours else Role.COMMAND
 
     @property
     def state_commands(self) -> list[str]:

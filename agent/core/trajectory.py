@@ -1,8 +1,8 @@
 """Trajectories in SWE-agent's ``.traj`` layout, rewritten atomically after every step.
 
 Top level: ``trajectory`` (steps), ``history`` (messages), ``info`` (submission, exit_status,
-model_stats), ``replay_config``; pgs adds ``pgs`` (the Tester's work, once it exists). Secrets
-(API keys and tokens found in the environment) are redacted from every write.
+model_stats), ``replay_config``; pgs adds ``pgs`` (the Tester's work, once it exists). The
+host's secrets (:mod:`agent.core.secrets`) are redacted from every write.
 """
 
 from __future__ import annotations
@@ -10,24 +10,10 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-#: Environment variables whose values are secrets wherever they appear.
-SECRET_ENV_VARS = ("OPENAI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "ANTHROPIC_API_KEY", "HF_TOKEN")
-REDACTED = "***"
-
-
-def secrets_from_env(extra_vars: Iterable[str] = ()) -> list[str]:
-    names = {*SECRET_ENV_VARS, *extra_vars}
-    return [v for n in names if len(v := os.environ.get(n, "")) >= 6]
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
+from agent.core.secrets import Redactor
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -44,9 +30,12 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 class Trajectory:
-    def __init__(self, path: Path, *, replay_config: dict[str, Any], secrets: Iterable[str] = ()):
+    def __init__(
+        self, path: Path, *, replay_config: dict[str, Any], redactor: Redactor | None = None
+    ) -> None:
         self.path = path
-        self.secrets = [s for s in secrets if s]
+        #: What every write, and every message to the model, goes through.
+        self.redactor = redactor if redactor is not None else Redactor.from_env()
         self.steps: list[dict[str, Any]] = []
         self.history: list[dict[str, Any]] = []
         self.info: dict[str, Any] = {"submission": None, "exit_status": None}
@@ -64,7 +53,7 @@ class Trajectory:
 
     def save(self) -> None:
         text = json.dumps(self.as_dict(), indent=1, ensure_ascii=False, default=str)
-        write_atomic(self.path, redact(text, self.secrets))
+        write_atomic(self.path, self.redactor.redact(text))
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -86,6 +86,9 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
         return "the run produced no patch"
     if result.exit_status != "submitted":
         return f"the run ended with {result.exit_status}, not a submitted patch"
+    redacted = result.trajectory.info.get("patch_redacted")
+    if redacted:
+        return f"the patch held the value of {', '.join(redacted)} (written as ***)"
     pgs = PGSRecord.from_trajectory(result.trajectory)
     if force:
         return None
@@ -344,7 +347,7 @@ def pr_body(issue: Issue, result: RunResult, config: RunConfig) -> str:
         "",
         run_line(result, config),
     ]
-    return "\n".join(lines)[:BODY_LIMIT]
+    return result.trajectory.redactor.redact("\n".join(lines))[:BODY_LIMIT]
 
 
 def comment_body(issue: Issue, result: RunResult) -> str:
@@ -361,4 +364,5 @@ def comment_body(issue: Issue, result: RunResult) -> str:
     )
     room = BODY_LIMIT - len(head) - 200
     cut = "" if len(patch) <= room else "\n\n(the patch is cut: it is longer than a comment)"
-    return f"{head}\n\n```diff\n{patch[:room].rstrip()}\n```{cut}"
+    body = f"{head}\n\n```diff\n{patch[:room].rstrip()}\n```{cut}"
+    return result.trajectory.redactor.redact(body)

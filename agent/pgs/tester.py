@@ -44,7 +44,7 @@ class SubTrajectory(Trajectory):
     (which writes the parent trajectory)."""
 
     def __init__(self, parent: Trajectory, store: Callable[[TesterConversation], None]) -> None:
-        super().__init__(parent.path, replay_config={}, secrets=parent.secrets)
+        super().__init__(parent.path, replay_config={}, redactor=parent.redactor)
         self.store = store
 
     def save(self) -> None:

@@ -8,7 +8,8 @@ the whole batch: no instance starts once it is reached.
 
 Files, in ``--output-dir``: ``<id>/<id>.traj`` / ``.patch`` / ``.pred`` per instance, and
 ``preds.json`` (a dict keyed by instance id, the harness's format), rewritten atomically under
-a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Each
+a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Every file
+and progress line goes through the run's redactor (:mod:`agent.core.secrets`). Each
 prediction also records its feedback mode and what it cost (:func:`agent.pgs.compare.
 prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedback_tokens``,
 ``cost``), which ``pgs report`` compares. The SWE-bench harness ignores these keys: swebench
@@ -41,6 +42,7 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,7 @@ from rich.live import Live
 from agent.core.config import RunConfig
 from agent.core.errors import INTERRUPTED
 from agent.core.run import Task, output_paths, run_task
+from agent.core.secrets import Redactor
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
 from agent.pgs.compare import prediction_fields
@@ -97,6 +100,14 @@ class Batch:
     preds: dict[str, dict[str, Any]] = field(default_factory=dict)
     preds_lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @cached_property
+    def redactor(self) -> Redactor:
+        """What every file and line the batch writes goes through (:mod:`agent.core.secrets`)."""
+        return Redactor.for_config(self.config)
+
+    def write(self, path: Path, text: str) -> None:
+        write_atomic(path, self.redactor.redact(text))
+
     @property
     def preds_path(self) -> Path:
         return self.output_dir / "preds.json"
@@ -114,7 +125,7 @@ class Batch:
     def save_pred(self, pred: dict[str, Any]) -> None:
         with self.preds_lock:
             self.preds[pred["instance_id"]] = pred
-            write_atomic(self.preds_path, json.dumps(self.preds, indent=2, ensure_ascii=False))
+            self.write(self.preds_path, json.dumps(self.preds, indent=2, ensure_ascii=False))
 
     # -- one instance ------------------------------------------------------------------------
 
@@ -131,7 +142,7 @@ class Batch:
                         pred = json.loads(paths["pred"].read_text(encoding="utf-8"))
                 if isinstance(pred, dict) and "pgs_mode" not in pred:  # from before the fields
                     pred = self.prediction(instance, str(pred.get("model_patch") or ""))
-                    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+                    self.write(paths["pred"], json.dumps(pred, indent=1))
                 if isinstance(pred, dict) and pred != self.preds.get(instance.instance_id):
                     self.save_pred(pred)
             else:
@@ -161,7 +172,7 @@ class Batch:
             with progress.lock:
                 progress.slots.pop(slot, None)
         pred = self.prediction(instance, patch)
-        write_atomic(output_paths(self.output_dir, iid)["pred"], json.dumps(pred, indent=1))
+        self.write(output_paths(self.output_dir, iid)["pred"], json.dumps(pred, indent=1))
         self.save_pred(pred)
         with progress.lock:
             progress.done += 1
@@ -230,8 +241,9 @@ class Batch:
         data.setdefault("trajectory", [])
         data.setdefault("history", [])
         data.setdefault("replay_config", {})
-        write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
-        write_atomic(paths["patch"], patch)
+        self.write(paths["traj"], json.dumps(data, indent=1, default=str))
+        patch = self.redactor.redact(patch)
+        self.write(paths["patch"], patch)
         return patch  # run_one writes the .pred
 
     # -- the batch -----------------------------------------------------------------------------
@@ -304,7 +316,7 @@ class Batch:
                         status = str(item.value)
                     statuses[status] += 1
                     if not status.startswith("not started"):
-                        live.console.print(f"{item.key}: {status}")
+                        live.console.print(self.redactor.redact(f"{item.key}: {status}"))
                 live.update(progress.render())
             live.update(progress.render())
         executor.close()
@@ -342,9 +354,9 @@ class Batch:
         traj_name = paths["traj"].name
         for name, text in finished.files.items():
             if name != traj_name:
-                write_atomic(folder / name, text)
+                self.write(folder / name, text)
         if traj_name in finished.files:  # last: it marks the instance finished
-            write_atomic(paths["traj"], finished.files[traj_name])
+            self.write(paths["traj"], finished.files[traj_name])
         if finished.pred is not None:
             self.save_pred(finished.pred)
         self.stats.total_cost += finished.cost
@@ -362,7 +374,7 @@ class Batch:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             data = json.loads(path.read_text(encoding="utf-8"))
             data.setdefault("info", {})["exit_status"] = "interrupted"
-            write_atomic(path, json.dumps(data, indent=1))
+            self.write(path, json.dumps(data, indent=1))
 
     def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""

@@ -70,5 +70,6 @@ class SlotHook(RunHook):
             self.progress.slots[self.slot] = (self.instance_id, text)
 
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
-        action = step["action"].splitlines()[0][:70] if step.get("action") else ""
+        action = agent.traj.redactor.redact(step.get("action") or "")
+        action = action.splitlines()[0][:70] if action else ""
         self.on_status(f"step {agent.steps} | {action}")

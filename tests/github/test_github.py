@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -714,6 +714,26 @@ def test_the_pr_hook_refuses_an_empty_patch_and_sends_nothing(
     # Nothing to send: nothing is sent, nothing refused.
     hook, _ = hook_run(fake, tmp_path / "again", GitHubConfig(), LOCAL_FIX)
     assert hook.refused is None and hook.url is None and only_gets(fake)
+
+
+@pytest.mark.parametrize("send", ["pr", "comment"])
+def test_a_patch_that_held_a_secret_is_not_sent(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    send: Literal["pr", "comment"],
+) -> None:
+    canary = f"pw-canary-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("MY_SERVICE_PASSWORD", canary)
+    leak = bash(f"echo 'PASSWORD = \"{canary}\"' >> textutil.py")
+    hook, result = hook_run(fake, tmp_path, GitHubConfig(send=send, force=True), [leak, SUBMIT])
+
+    assert hook.refused is not None and "MY_SERVICE_PASSWORD" in hook.refused
+    assert 'PASSWORD = "***"' in result.submission and canary not in result.submission
+    assert fake.pulls == [] and fake.posted_comments == [] and branches(bare) == ["main"]
+    assert only_gets(fake)
 
 
 def test_github_config_is_built_from_the_flags_and_checked() -> None:

@@ -191,15 +191,14 @@ def test_submit_has_new_file_never_scratch_and_keeps_index(tb: ToolBox) -> None:
     )
     status_before = tb.sh("git status --porcelain").output
     result = tb.sh(tb.toolset.to_command("submit", {}))
-    out = classify_output(result.output)
+    out = classify_output(result.output, tb.toolset.role("submit"))
     assert result.ok and out.kind is OutputKind.SUBMISSION
-    assert out.patch is not None
-    assert "+++ b/added.py" in out.patch and "-line 2" in out.patch
-    assert ".pgs" not in out.patch
-    assert out.patch == tb.sandbox.diff()
+    patch = tb.sandbox.read_file(f"{tb.home}/model.patch").decode()
+    assert "+++ b/added.py" in patch and "-line 2" in patch
+    assert ".pgs" not in patch
+    assert patch == tb.sandbox.diff()
     assert tb.sh("git status --porcelain").output == status_before  # index untouched
     assert tb.sh("git diff --cached --name-only").output == ""
-    assert tb.sandbox.read_file(f"{tb.home}/model.patch").decode() == out.patch
     applies = tb.sh(
         'c=$(mktemp -d) && git clone -q . "$c/clone" && cd "$c/clone" && '
         'git apply --check "$HOME/model.patch"'
@@ -208,8 +207,8 @@ def test_submit_has_new_file_never_scratch_and_keeps_index(tb: ToolBox) -> None:
 
 
 def test_submit_with_no_change_gives_an_empty_patch(tb: ToolBox) -> None:
-    out = classify_output(tb.call("submit").output)
-    assert out.kind is OutputKind.SUBMISSION and out.patch == ""
+    out = classify_output(tb.call("submit").output, tb.toolset.role("submit"))
+    assert out.kind is OutputKind.SUBMISSION and tb.sandbox.diff() == ""
 
 
 def test_state_command_merges_working_dir_and_diff(tb: ToolBox) -> None:

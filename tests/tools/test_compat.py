@@ -106,9 +106,9 @@ def test_multi_line_tool_typed_in_text_mode_and_called_as_a_function(box: Docker
     with pytest.raises(ToolCallError, match="end_of_replace"):
         toolset.guard_multiline("replace 1:1\nnew text")
 
-    # The marker-only submit: the patch is what it wrote to ~/model.patch.
-    out = classify_output(tb.call("submit").output)
-    assert out.kind is OutputKind.SUBMISSION and not (out.patch or "").strip()
+    # The marker-only submit: SWE-agent's, it writes ~/model.patch.
+    out = classify_output(tb.call("submit").output, toolset.role("submit"))
+    assert out.kind is OutputKind.SUBMISSION and not out.text
     patch = box.read_file("/root/model.patch").decode()
     assert "+line two $HOME `x` 'q'" in patch and "+last line" in patch
     # The scratch folder of the Tester is never staged by a `git add -A` submit.
@@ -120,7 +120,8 @@ def test_multi_line_tool_typed_in_text_mode_and_called_as_a_function(box: Docker
 @pytest.mark.docker
 def test_forfeit_sentinel(box: DockerSandbox) -> None:
     tb = ToolBox(box, compat_toolset("giveup"))
-    assert classify_output(tb.call("exit_forfeit").output).kind is OutputKind.EXIT_FORFEIT
+    role = tb.toolset.role("exit_forfeit")
+    assert classify_output(tb.call("exit_forfeit").output, role).kind is OutputKind.EXIT_FORFEIT
 
 
 @pytest.mark.docker
