@@ -57,9 +57,17 @@ def _raised_in_test(result: TestResult) -> bool:
     return frames[-1].split(":", 1)[0] == result.nodeid.split("::", 1)[0]
 
 
+#: Where installed code lives: the standard library's folder, or site-packages.
+INSTALLED = re.compile(r"/(?:(?:site|dist)-packages|lib/python\d+(?:\.\d+)?)(?=/)")
+
+
 def _module(path: str) -> str:
-    """``rle/__init__.py`` -> ``rle``, ``src/pkg/mod.py`` -> ``src.pkg.mod``; a path outside
-    the repository (``/usr/lib/python3.9/json/decoder.py``) as it is."""
+    """The module of a file: ``rle/__init__.py`` -> ``rle``, ``src/pkg/mod.py`` ->
+    ``src.pkg.mod``, ``/usr/lib/python3.9/json/decoder.py`` -> ``json.decoder``; any other
+    path as it is."""
+    installed = list(INSTALLED.finditer(path))
+    if installed:
+        path = path[installed[-1].end() + 1 :]
     if path.startswith("/") or not path.endswith(".py"):
         return path
     dotted = path[: -len(".py")].replace("/", ".")
