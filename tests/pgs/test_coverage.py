@@ -4,7 +4,8 @@ share of its related test files is ``partial``, which ``--open-pr`` refuses with
 
 PGS itself (:class:`agent.pgs.method.PGS`) in a real Docker sandbox of the DEDUPE repository,
 the Tester's properties written beforehand (no Tester conversation: the model is never asked)
-and validated on the original code, then the candidate checked as a run's last diff is.
+and validated on the original code, then the candidate checked as a run's last diff is; the
+trajectory it saves is read back by the inspector.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from agent.core.loop import RunResult
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.github.pr import refusal
+from agent.inspect.trajectory import load_trajectory
+from agent.inspect.tui_text import pgs_text
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.method import PGS, PGSConfig
 from agent.pgs.tokens import SimpleCounter
@@ -105,3 +108,9 @@ def test_a_check_cut_by_its_budget_to_few_related_test_files_is_partial_and_open
     refused = refusal(result, force=False)
     assert refused is not None and refused.startswith("the PGS verdict is partial, not passed")
     assert refusal(result, force=True) is None
+
+    # The inspector shows the verdict, how much of the check ran and why the property was kept.
+    shown = pgs_text(load_trajectory(tmp_path / "run.traj")).plain
+    assert "partial" in shown
+    assert "checked: 1 property, 0 of 3 related test files (3 left out by the time budget)" in shown
+    assert "reason: fails by its assertion on the original code: test_no_repeats(" in shown
