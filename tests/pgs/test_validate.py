@@ -102,7 +102,8 @@ def test_an_issue_property_misusing_an_api_is_dropped_even_when_the_issue_names_
     why = {n.rsplit("::", 1)[1]: r for n, r in kept_reasons(report, kept, issue).items()}
     assert why == {
         "test_long_run": "raises IndexError from repo module rle (decode), named by the issue",
-        "test_digits": "fails by its assertion on the original code: test_digits(s='11111111112222222222')",
+        "test_digits": "fails by its assertion on the original code: "
+        f"test_digits(s={'1' * 10 + '2' * 10!r})",
     }
     reasons = {d.nodeid.rsplit("::", 1)[1]: d.reason for d in dropped}
     assert set(reasons) == {"test_wraps_with_a_bad_width", "test_adds_a_number"}
