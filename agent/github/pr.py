@@ -313,8 +313,9 @@ def evidence(result: RunResult) -> list[str]:
 #: What each verdict means, in the PR body.
 VERDICTS = (
     "(`passed`: a Tester property that fails on the original code passes on the patch and "
-    "nothing that passed before fails; `tests-only`: no issue property took part, the related "
-    "tests pass; `unchecked`: nothing ran; `failed`: a check fails on the patch.)"
+    "nothing that passed before fails; `partial`: the same, but fewer than half of the related "
+    "test files ran; `tests-only`: no issue property took part, the related tests pass; "
+    "`unchecked`: nothing ran; `failed`: a check fails on the patch.)"
 )
 
 

@@ -155,6 +155,8 @@ class Round:
     note: str | None = None
     #: What the check's time budget left out.
     cut: str | None = None
+    #: How much of the check ran, in one sentence (None: not recorded).
+    coverage: str | None = None
     #: Fresh probes before the candidate was accepted: the new kept properties of each.
     probes: list[list[str]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -167,6 +169,7 @@ class Property:
     rule: str | None = None
     #: kept, dropped, or gone (in an earlier Tester turn, not in the final set).
     status: str = "kept"
+    #: Why it was dropped, or why it was kept (when the record says).
     reason: str | None = None
     #: The Tester turn that wrote or last validated it (tester, tester_2, ...).
     turn: str | None = None

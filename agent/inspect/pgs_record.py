@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.inspect.diff import InterdiffError, interdiff, parse_diff
 from agent.inspect.fields import as_dict, as_int, as_list, as_text
 from agent.inspect.model import (
@@ -27,6 +29,7 @@ from agent.inspect.model import (
     Trajectory,
     Usage,
 )
+from agent.pgs.report import Coverage
 from agent.pgs.validate import property_decorators
 
 #: Reads a Tester turn's conversation (the JSON stored under its key) as a trajectory.
@@ -178,6 +181,10 @@ def _properties(
     latest = set(final["kept"]) | {
         str(d.get("nodeid")) for d in final["dropped"] if isinstance(d, dict)
     }
+    why_kept = validation.get("why_kept")
+    for nodeid, reason in (why_kept if isinstance(why_kept, dict) else {}).items():
+        if nodeid in props and props[nodeid].status == "kept":
+            props[nodeid].reason = str(reason)
     for nodeid, p in props.items():
         if validation and nodeid not in latest:
             before = f"{p.status} in {p.turn}" if p.turn else p.status
@@ -189,6 +196,16 @@ def _properties(
             inputs = _inputs(before_fix) if before_fix.get("category") != "pass" else []
             p.original_example = inputs[0].example if inputs else None
     return list(props.values())
+
+
+def _coverage(raw: Any) -> str | None:
+    """How much of a check ran, in the words of its verdict's reason."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Coverage.model_validate(raw).describe()
+    except ValidationError:
+        return "the check's coverage is recorded but unreadable"
 
 
 def _round(index: int, raw: dict[str, Any], previous: str | None) -> Round:
@@ -224,6 +241,7 @@ def _round(index: int, raw: dict[str, Any], previous: str | None) -> Round:
             )
         rnd.errors = [str(e) for e in report.get("errors") or []]
         rnd.cut = report.get("cut")
+        rnd.coverage = _coverage(report.get("coverage"))
     elif raw.get("verdict") != "unchecked":
         rnd.missing.append("missing: the check's report (which tests ran and failed)")
     if selection is not None:

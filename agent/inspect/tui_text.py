@@ -20,7 +20,12 @@ NONE = "-"
 
 HEADING = "bold underline"
 MISSING = "yellow"
-VERDICT_STYLES = {"passed": "bold green", "failed": "bold red", "tests-only": "bold yellow"}
+VERDICT_STYLES = {
+    "passed": "bold green",
+    "failed": "bold red",
+    "partial": "bold yellow",
+    "tests-only": "bold yellow",
+}
 STATUS_STYLES = {"kept": "green", "dropped": "red", "gone": "dim"}
 DIFF_STYLES = {"added": "green", "removed": "red", "context": "", "note": "dim italic"}
 
@@ -288,6 +293,8 @@ def _round_text(out: Text, rnd: Round, where: Path | None) -> None:
             out.append(f" → {first_line(got, 120)}\n" if got else "\n", style="dim")
     for error in rnd.errors:
         out.append(f"  pytest error: {first_line(error, 200)}\n", style="red")
+    if rnd.coverage:
+        out.append(f"  {rnd.coverage}\n", style="dim")
     if rnd.cut:
         out.append(f"  cut by the time budget: {rnd.cut}\n", style=MISSING)
     sel = rnd.selection

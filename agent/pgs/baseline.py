@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.report import TEST_CMD_PREFIX, CheckReport, TestResult
 from agent.pgs.runner import CheckError, CheckSettings, plugin_dir, run_pytest, run_test_cmd, tail
 from envs.sandbox import Sandbox
 
@@ -176,7 +176,7 @@ class Baseline:
     @staticmethod
     def _targets(targets: Sequence[str], settings: CheckSettings | None) -> list[str]:
         if settings is not None and settings.test_cmd:
-            return [f"test_cmd: {settings.test_cmd}"]
+            return [TEST_CMD_PREFIX + settings.test_cmd]
         return list(targets)
 
     @staticmethod

@@ -11,7 +11,8 @@ The host side of the PGS feedback loop (DESIGN.md §2). The parts, one module ea
 - :func:`check_candidate` (here) runs the kept properties, the issue tests and the related
   tests against a candidate, leaves out what the baseline left out (and says so in the
   report's ``cut``), and counts only what the candidate is responsible for
-  (:func:`against_baseline`).
+  (:func:`against_baseline`), and records how much of the check ran (the report's
+  ``coverage``: properties, related test files found, run and cut, the test command).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
-from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.report import CheckReport, Coverage, TestResult
 from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd
 from envs.sandbox import Sandbox
 
@@ -40,21 +41,32 @@ def regressions(baseline: CheckReport, now: CheckReport) -> list[TestResult]:
 
 
 def against_baseline(now: CheckReport, baseline: CheckReport | None) -> CheckReport:
-    """``now`` without the repository failures the original code had too; a test that passed
-    before and fails now is marked a regression (see :func:`regressions`)."""
+    """``now`` without the repository failures the original code had too (named in its
+    coverage's ``not_counted``); a test that passed before and fails now is marked a
+    regression (see :func:`regressions`). The test command is one such repository result."""
     if baseline is None:
         return now
     before = baseline.by_id()
     regressed = {r.nodeid: r for r in regressions(baseline, now)}
     old_errors = {e.split(": ", 1)[0] for e in baseline.errors}
-    results = []
+    results, not_counted = [], []
     for result in now.results:
         old = before.get(result.nodeid)
         if result.kind == "repo" and result.failed and old is not None and old.failed:
-            continue  # failed on the original code as well: not the candidate's doing
+            not_counted.append(result.nodeid)  # not the candidate's doing
+            continue
         results.append(regressed.get(result.nodeid, result))
-    errors = [e for e in now.errors if e.split(": ", 1)[0] not in old_errors]
-    return now.model_copy(update={"results": results, "errors": errors})
+    errors = []
+    for error in now.errors:
+        nodeid = error.split(": ", 1)[0]
+        if nodeid in old_errors:
+            not_counted.append(nodeid)
+        else:
+            errors.append(error)
+    coverage = (now.coverage or Coverage()).model_copy(
+        update={"not_counted": list(dict.fromkeys(not_counted))}
+    )
+    return now.model_copy(update={"results": results, "errors": errors, "coverage": coverage})
 
 
 def _merged(first: CheckReport, second: CheckReport) -> CheckReport:
@@ -90,6 +102,11 @@ def check_candidate(
     not counted. The related test files a time budget left out of the baseline are left out
     here too, and the report's ``cut`` names them; properties and issue tests always run. With
     a budget the run is stopped at twice the budget, or a minute past it if that is later.
+    The report's ``coverage`` says how much ran (:class:`~agent.pgs.report.Coverage`).
+
+    With ``settings.test_cmd`` the ``baseline`` holds the command's run on the original code
+    (:class:`~agent.pgs.baseline.Baseline` runs it like a test file): a command that fails
+    there too is not counted against the candidate, and ``coverage.not_counted`` says so.
     """
     left_out = cut_targets(baseline)
     files = [] if settings.test_cmd else [t for t in repo_tests if t not in left_out]
@@ -122,4 +139,14 @@ def check_candidate(
     report = against_baseline(report, baseline)
     cut = {t: left_out[t] for t in repo_tests if t in left_out}
     report.cut = describe_cut(cut, len(repo_tests), settings.budget)
+    report.coverage = (report.coverage or Coverage()).model_copy(
+        update={
+            "properties": len(properties),
+            "issue_tests": len(issue_tests),
+            "related_found": len(repo_tests),
+            "related_run": len(files),
+            "related_cut": len(cut),
+            "test_cmd": settings.test_cmd or None,
+        }
+    )
     return report

@@ -7,7 +7,8 @@ Per submission (:meth:`PGS.review`):
 2. first round: the Tester writes properties; they are validated on the original code
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
    one more turn with the validation report's lines (``tester_retries``);
-3. the related repository tests get a baseline on the original code (cached per test file);
+3. the related repository tests (or ``--test-cmd``) get a baseline on the original code (cached per
+   test file, and per command);
 4. the candidate is re-applied and checked: kept properties + related tests, one pytest run;
 5. all pass → before accepting, while feedback rounds remain, the Tester looks for new rules
    once more (``fresh_probes``; it never sees the patch) and the candidate meets those too;
@@ -15,10 +16,12 @@ Per submission (:meth:`PGS.review`):
    feedback messages have been sent.
 
 The verdict (:func:`judge`) is honest: ``passed`` only when a kept issue property that failed
-on the original code passes on the patch and nothing newly fails; ``tests-only`` when no issue
-property took part but the related tests (or regression properties) ran and pass; ``unchecked``
-when nothing ran; ``failed`` otherwise. A diff left when a limit ends the run is checked too
-(:meth:`PGS.final_check`), so no patch leaves unchecked.
+on the original code passes on the patch and nothing newly fails; ``partial`` when that holds
+but fewer than half of the related test files ran (a time budget cut the rest); ``tests-only``
+when no issue property took part but the related tests (or regression properties) ran and
+pass; ``unchecked`` when nothing ran; ``failed`` otherwise. Every reason says how much of the
+check ran (:class:`~agent.pgs.report.Coverage`). A diff left when a limit ends the run is
+checked too (:meth:`PGS.final_check`), so no patch leaves unchecked.
 
 The sandbox is left with the candidate applied, so the Generator goes on from its own state.
 """
@@ -57,10 +60,10 @@ from agent.pgs.records import (
     Verdict,
 )
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.report import PARTIAL_BELOW, CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
-from agent.pgs.validate import drop_contradictions, validate_properties
+from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
 from envs.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -136,6 +139,8 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     """
     failures = report.failures()
     cut = f" ({report.cut})" if report.cut else ""
+    if report.coverage is not None:  # how much ran, in every verdict's reason
+        cut = f"; {report.coverage.describe()}{cut}"
     if failures or report.errors:
         shown = failures[0].nodeid if failures else report.errors[0].split(": ", 1)[0]
         count = len(failures) or len(report.errors)
@@ -150,7 +155,11 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     )
     if issue:
         fixed = _plural(len(issue), "issue property", "issue properties")
-        return "passed", f"{fixed} that failed on the original code pass on the patch; {holds}{cut}"
+        why = f"{fixed} that failed on the original code pass on the patch; {holds}{cut}"
+        if report.coverage is not None and report.coverage.partial:
+            share = f"{PARTIAL_BELOW:.0%}"
+            return "partial", f"fewer than {share} of the related test files ran; {why}"
+        return "passed", why
     if regression or repo:
         return "tests-only", f"no issue property took part; {holds}{cut}"
     return "unchecked", f"nothing ran: no property and no related repository test{cut}"
@@ -411,9 +420,11 @@ class PGS:
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             dropped_records = [DroppedProperty.model_validate(d.model_dump()) for d in dropped]
+            why_kept = kept_reasons(original, kept, self.problem)
         else:  # the ablation: every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
             dropped_records = []
+            why_kept = dict.fromkeys(kept, "kept unfiltered (--no-pgs.filter)")
         kept, contradicting = drop_contradictions(kept, original, self.properties or {})
         dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
         by_id = original.by_id()
@@ -422,7 +433,11 @@ class PGS:
             n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"
         }
         validation = ValidationRecord(
-            kept=list(kept), dropped=dropped_records, report=original, filter=self.config.filter
+            kept=list(kept),
+            why_kept={n: why_kept[n] for n in kept if n in why_kept},
+            dropped=dropped_records,
+            report=original,
+            filter=self.config.filter,
         )
         if not self.shows_bug:
             validation.note = (
@@ -459,8 +474,9 @@ class PGS:
         )
 
     def baseline(self, repo_tests: list[str]) -> CheckReport | None:
-        """The related tests on the original code; each test file runs once per run."""
-        if not repo_tests:
+        """The related tests (or the test command) on the original code; each test file, and
+        the command, runs once per run."""
+        if not repo_tests and not self.check_settings.test_cmd:
             return None
         return self.baselines.ensure(self.sandbox, "HEAD", repo_tests, settings=self.check_settings)
 

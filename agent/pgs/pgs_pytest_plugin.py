@@ -40,7 +40,10 @@ The report::
 A failing test has ``returned`` (AssertionError: its message whole, the test's own first, such
 as ``returned [1, 1], expected [1]``, then pytest's explanation) or ``exception`` (anything
 else), ``trace`` (innermost frames outside pytest and Hypothesis, ``path:line in function``
-then the source line) and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
+then the source line), ``origin`` (where it was raised: the frame's file, line and function,
+whether that is the test's own code, the repository's or outside both, and the innermost
+repository frame between the test and the raise; see ``pgs_pytest_plugin_results.origin``)
+and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
 one line; for a test stopped by the time limit, the input it was running (not shrunk).
 ``examples`` (:class:`agent.pgs.report.FailingInput`) lists every failing input of a failed test:
 first the one the fields above describe (what pytest reported), then, after a failing explicit
@@ -266,6 +269,8 @@ class PgsReporter:
         self.config = config
         self.path = path
         self.root = str(config.rootpath) if hasattr(config, "rootpath") else str(config.rootdir)
+        #: The repository: pytest runs from its top folder (the rootdir may be deeper).
+        self.repository = str(config.invocation_params.dir)
         self.results: dict[str, dict[str, Any]] = {}
         self.errors: list[str] = []
         self.alarms: dict[str, _Alarm] = {}
@@ -349,7 +354,7 @@ class PgsReporter:
             self._failure(item, call, report, result)
         elif result["outcome"] in ("passed", "skipped"):  # setup or teardown error
             result.update(outcome="error", category="runtime_error")
-            self._describe(call, report, result)
+            self._describe(item, call, report, result)
 
     def _failure(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
@@ -362,14 +367,14 @@ class PgsReporter:
         if category == "timeout" and example is None and alarm is not None:
             example = alarm.example
         result.update(outcome=outcome, category=category, example=example, explicit=explicit)
-        self._describe(call, report, result)
+        self._describe(item, call, report, result)
         inputs = [{key: result.get(key) for key in _INPUT_FIELDS}]
         generated = self.generated.pop(item.nodeid, None)
         if generated is not None and generated["example"] != example:
             inputs.append(generated)
         result["examples"] = inputs
 
-    def _describe(self, call: Any, report: Any, result: dict[str, Any]) -> None:
+    def _describe(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
         if excinfo is not None:
             leaf = results.leaf_exceptions(excinfo.value)[0]
@@ -381,6 +386,8 @@ class PgsReporter:
                 message = str(leaf).strip().splitlines()
                 result["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
             result["trace"] = results.trace(excinfo, self.root)
+            test_file = str(getattr(item, "path", None) or item.fspath)
+            result["origin"] = results.origin(leaf, test_file, self.repository)
         result["output"] = results.cap(str(report.longreprtext), self.output_chars)
 
 

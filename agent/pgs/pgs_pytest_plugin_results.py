@@ -1,6 +1,7 @@
 """The part of ``pgs_pytest_plugin`` that turns what pytest and Hypothesis report into the
 fields of a result: the kind and rule of a test, its failing input (:func:`parse_example`),
-the assertion message (:func:`assertion_message`), a short trace (:func:`trace`).
+the assertion message (:func:`assertion_message`), a short trace (:func:`trace`), and where
+an exception was raised (:func:`origin`).
 
 Copied into the sandbox beside the plugin and imported by it, so the same rules hold: the
 standard library only (and pytest objects passed in), Python 3.8, no import of our package.
@@ -127,6 +128,88 @@ def trace(excinfo: Any, root: str) -> str | None:
         if source:
             lines.append(f"    {source}")
     return "\n".join(lines[-TRACE_LINES:]) or None
+
+
+# -- where an exception was raised ----------------------------------------------------------------
+
+#: Folders of installed code: a frame there is the repository's only if its package is.
+INSTALLED = re.compile(r"[/\\](site|dist)-packages[/\\]([^/\\]+)")
+
+
+def _frames(tb: Any) -> list[Any]:
+    """``(absolute file, line, function)`` of each frame of a traceback, outermost first,
+    without pytest's, pluggy's, Hypothesis's and the plugin's own (they raise on the test's
+    behalf: ``pytest.fail``, ``pytest.raises``' DID NOT RAISE)."""
+    frames = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        path = os.path.abspath(code.co_filename)
+        if not INTERNAL.search(path):
+            frames.append((path, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return frames
+
+
+def _own_packages(root: str) -> set[str]:
+    """Top-level package names the repository holds (at its root, or under ``src/``)."""
+    names = set()
+    for folder in (root, os.path.join(root, "src")):
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for name in entries:
+            if os.path.isfile(os.path.join(folder, name, "__init__.py")):
+                names.add(name)
+    return names
+
+
+def _where(path: str, test_file: str, root: str, own: set[str]) -> str:
+    """test: the test's file or a helper beside it; repo: the repository's code (a hidden
+    folder such as ``.venv`` or ``.tox`` is not; an installed copy of its own package is);
+    outside: the standard library, installed packages, ``<string>``."""
+    if path == test_file or os.path.dirname(path) == os.path.dirname(test_file):
+        return "test"
+    installed = INSTALLED.search(path)
+    if installed is not None:
+        top = installed.group(2)
+        return "repo" if top.split(".")[0] in own else "outside"
+    if not path.startswith(root + os.sep):
+        return "outside"
+    parts = path[len(root) + 1 :].split(os.sep)
+    return "outside" if any(part.startswith(".") for part in parts[:-1]) else "repo"
+
+
+def origin(exc: BaseException, test_file: str, root: str) -> dict[str, Any] | None:
+    """Where ``exc`` was raised (:class:`agent.pgs.report.Origin`): the innermost frame outside
+    pytest and Hypothesis, whose code that is, and the innermost repository frame between the
+    test's own last frame and the raise (``via``). None: no frame to tell."""
+    frames = _frames(exc.__traceback__)
+    if not frames:
+        return None
+    test_file = os.path.abspath(test_file)
+    own = _own_packages(root)
+    kinds = [_where(path, test_file, root, own) for path, _, _ in frames]
+    last_test = max((i for i, kind in enumerate(kinds) if kind == "test"), default=-1)
+    via = None
+    for index in range(len(frames) - 1, last_test, -1):
+        if kinds[index] == "repo":
+            path, line, function = frames[index]
+            via = f"{_relative(path, root)}:{line} in {function}"
+            break
+    path, line, function = frames[-1]
+    return {
+        "type": type(exc).__name__,
+        "file": _relative(path, root),
+        "line": line,
+        "function": function,
+        "where": kinds[-1],
+        "via": via,
+    }
+
+
+def _relative(path: str, root: str) -> str:
+    return path[len(root) + 1 :] if path.startswith(root + os.sep) else path
 
 
 def is_wrapper(entry: Any) -> bool:

@@ -36,7 +36,9 @@ from agent.core.trajectory import Trajectory
 from agent.pgs.report import CheckReport, FailingInput, TestResult
 
 FeedbackMode = Literal["none", "io", "property", "property-min"]
-Verdict = Literal["passed", "tests-only", "unchecked", "failed"]
+#: Best first. ``partial``: ``passed`` on fewer than half of the related test files
+#: (:data:`agent.pgs.report.PARTIAL_BELOW`).
+Verdict = Literal["passed", "partial", "tests-only", "unchecked", "failed"]
 #: The keys of the Tester's conversations in a record: ``tester``, ``tester_2``, ...
 CONVERSATION_KEY = re.compile(r"tester(_\d+)?")
 
@@ -67,8 +69,14 @@ class DroppedProperty(Record):
 class ValidationRecord(Record):
     """The Tester's last set of properties run on the original code."""
 
-    omitted_when_empty = ("report", "filter", "note")
+    omitted_when_empty = ("report", "filter", "note", "why_kept")
     kept: list[str] = Field(default_factory=list, description="node ids of the kept properties")
+    why_kept: dict[str, str] | None = Field(
+        None,
+        description="{node id: why it was kept}, e.g. 'fails by its assertion ...', 'raises "
+        "ValueError from repo module x.y (f), named by the issue', 'regression: passes on the "
+        "original code' (None: recorded before pgs said why)",
+    )
     dropped: list[DroppedProperty] = Field(default_factory=list)
     report: CheckReport | None = Field(None, description="the run on the original code")
     filter: bool | None = Field(None, description="False: the ablation without filtering")

@@ -15,9 +15,15 @@ reports written before that field existed load with it empty, and
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 Category = Literal["property_violation", "wrong_answer", "runtime_error", "timeout", "pass"]
 #: Feedback priority: the first category with a failure wins, after a repository test broken by
@@ -28,6 +34,14 @@ Kind = Literal["issue", "regression", "repo"]
 Outcome = Literal["passed", "failed", "error", "skipped", "timeout"]
 #: The checker's note on a repository test that passed before the patch and fails now.
 REGRESSION_NOTE = "passed before the patch"
+#: Where an exception was raised: in the test's own file (or a helper beside it), in the
+#: repository's code, or outside both (the standard library, an installed package).
+Where = Literal["test", "repo", "outside"]
+#: A check that ran fewer than this share of its related test files is ``partial``: the files
+#: it did not run outnumber those it did, so "nothing newly fails" says less than it leaves out.
+PARTIAL_BELOW = 0.5
+#: The node id of the test command's one result: the prefix, then the command.
+TEST_CMD_PREFIX = "test_cmd: "
 
 
 class FailingInput(BaseModel):
@@ -43,6 +57,38 @@ class FailingInput(BaseModel):
     returned: str | None = Field(None, description="what the code returned (assertion message)")
     exception: str | None = Field(None, description="'Type: message' of what was raised")
     trace: str | None = Field(None, description="a short traceback, a few lines")
+
+
+def _without_unset(
+    model: BaseModel, handler: SerializerFunctionWrapHandler, names: tuple[str, ...]
+) -> dict[str, Any]:
+    """``model``'s JSON without the fields ``names`` while None: reports and records written
+    before those fields existed are written back as they were."""
+    data: dict[str, Any] = handler(model)
+    for name in names:
+        if data.get(name, "") is None:
+            del data[name]
+    return data
+
+
+class Origin(BaseModel):
+    """Where a failing test's exception was raised, as the plugin saw the traceback: frames of
+    pytest, pluggy and Hypothesis are left out (``pytest.fail`` and ``pytest.raises`` raise
+    there on the test's behalf)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(description="the exception's class name, e.g. ValueError")
+    file: str = Field(description="the file of the frame that raised (relative to the root)")
+    line: int = Field(0, description="its line")
+    function: str = Field("", description="its function")
+    where: Where = Field(description="test, repo or outside: whose code that frame is")
+    via: str | None = Field(
+        None,
+        description="the innermost repository frame between the test's last frame and the "
+        "raise, 'path:line in function' (None: the test reached the raise without passing "
+        "through the repository's code)",
+    )
 
 
 class TestResult(BaseModel):
@@ -72,7 +118,14 @@ class TestResult(BaseModel):
         description="every failing input of this test, the one the fields above describe first "
         "(empty in reports written before the field existed)",
     )
+    origin: Origin | None = Field(
+        None, description="where the failure the fields above describe was raised"
+    )
     duration: float = 0.0
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(self, handler, ("origin",))
 
     @property
     def failed(self) -> bool:
@@ -99,6 +152,60 @@ class TestResult(BaseModel):
         return list(self.examples)
 
 
+class Coverage(BaseModel):
+    """How much of a check ran: what a verdict rests on, said in every verdict's reason."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    properties: int = Field(0, description="the Tester's properties run")
+    issue_tests: int = Field(0, description="repository tests standing for the issue run")
+    related_found: int = Field(0, description="related repository test files found")
+    related_run: int = Field(0, description="of those, the files run")
+    related_cut: int = Field(0, description="of those, the files a time budget left out")
+    test_cmd: str | None = Field(None, description="the test command run instead, if any")
+    not_counted: list[str] = Field(
+        default_factory=list,
+        description="repository failures not counted: the original code fails them too",
+    )
+
+    @property
+    def partial(self) -> bool:
+        """Fewer than :data:`PARTIAL_BELOW` of the related test files ran."""
+        found = self.related_found
+        return found > 0 and self.related_run < PARTIAL_BELOW * found
+
+    def describe(self) -> str:
+        """One sentence, e.g. ``checked: 3 properties, 1 of 285 related test files (284 left
+        out by the time budget)``."""
+        parts = [_count(self.properties, "property", "properties")]
+        if self.issue_tests:
+            parts.append(_count(self.issue_tests, "issue test"))
+        others = list(self.not_counted)
+        if self.test_cmd:
+            command = f"the test command `{self.test_cmd}`"
+            if TEST_CMD_PREFIX + self.test_cmd in others:
+                others.remove(TEST_CMD_PREFIX + self.test_cmd)
+                command += " (it fails on the original code too: its failure is not counted)"
+            parts.append(command)
+        elif self.related_found:
+            ran = f"{self.related_run} of {self.related_found} related test files"
+            if self.related_cut:
+                ran += f" ({self.related_cut} left out by the time budget)"
+            parts.append(ran)
+        else:
+            parts.append("no related test file found")
+        said = "checked: " + ", ".join(parts)
+        if others:
+            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+            said += f"; not counted, as the original code fails them too: {', '.join(others[:3])}"
+            said += more
+        return said
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
 class CheckReport(BaseModel):
     """All tests run against one version of the code."""
 
@@ -110,6 +217,12 @@ class CheckReport(BaseModel):
     duration: float = 0.0
     #: What a time budget left out (``--pgs.check.budget``), said in the report, never silent.
     cut: str | None = None
+    #: How much of the check ran (None: not a candidate's check, e.g. a baseline).
+    coverage: Coverage | None = None
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(self, handler, ("coverage",))
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results if r.failed]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.report import TEST_CMD_PREFIX, CheckReport, TestResult
 from envs.sandbox import Sandbox
 
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")
@@ -156,7 +156,7 @@ def run_test_cmd(sandbox: Sandbox, *, settings: CheckSettings) -> CheckReport:
     if not command:
         return CheckReport()
     done = sandbox.run(command, timeout=settings.run_timeout)
-    result = TestResult(nodeid=f"test_cmd: {command}", outcome="passed", category="pass")
+    result = TestResult(nodeid=TEST_CMD_PREFIX + command, outcome="passed", category="pass")
     if done.timed_out:
         result.outcome, result.category = "timeout", "timeout"
         result.exception = f"the command took longer than {settings.run_timeout:g} s"

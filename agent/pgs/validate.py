@@ -1,10 +1,14 @@
 """PGS's soundness filter: which properties to keep, judged on a run of the ORIGINAL code.
 
-:func:`validate_properties` keeps an issue property that fails by its assertion (or by an
-exception the issue names, or by the time limit when the issue is about a hang) and a
-regression property that passes; everything else is dropped with its reason
-(:class:`Dropped`): files that do not import, bad strategies, properties that raise by
-themselves, unmarked tests. :func:`drop_contradictions` then drops a regression property
+:func:`validate_properties` keeps an issue property that fails by its own check (an assertion,
+``pytest.raises``, ``pytest.fail``), by an exception the issue names that the code under test
+raised (in the repository's code, or in a library the repository's code called: the plugin
+records where each exception was raised, :class:`~agent.pgs.report.Origin`), or by the time
+limit when the issue is about a hang; and a regression property that passes. Everything else
+is dropped with its reason (:class:`Dropped`): files that do not import, bad strategies,
+properties that raise by themselves or by misusing an API (an exception raised in a library
+the property called directly), unmarked tests. :func:`kept_reasons` says why each kept one
+was kept. :func:`drop_contradictions` then drops a regression property
 that asserts on an input an issue property states as a case of the bug (the same
 ``@example``): it pins the behaviour the issue asks to change.
 """
@@ -42,11 +46,56 @@ def _exception_type(result: TestResult) -> str:
 
 
 def _raised_in_test(result: TestResult) -> bool:
-    """True when the innermost frame of the trace is in the property's own file."""
+    """True when the exception was raised in the property's own code: by the plugin's
+    :class:`~agent.pgs.report.Origin`, or (older reports) when the innermost frame of the
+    trace is in the property's own file."""
+    if result.origin is not None:
+        return result.origin.where == "test"
     frames = [line for line in (result.trace or "").splitlines() if not line.startswith(" ")]
     if not frames:
         return False
     return frames[-1].split(":", 1)[0] == result.nodeid.split("::", 1)[0]
+
+
+#: Where installed code lives: the standard library's folder, or site-packages.
+INSTALLED = re.compile(r"/(?:(?:site|dist)-packages|lib/python\d+(?:\.\d+)?)(?=/)")
+
+
+def _module(path: str) -> str:
+    """The module of a file: ``rle/__init__.py`` -> ``rle``, ``src/pkg/mod.py`` ->
+    ``src.pkg.mod``, ``/usr/lib/python3.9/json/decoder.py`` -> ``json.decoder``; any other
+    path as it is."""
+    installed = list(INSTALLED.finditer(path))
+    if installed:
+        path = path[installed[-1].end() + 1 :]
+    if path.startswith("/") or not path.endswith(".py"):
+        return path
+    dotted = path[: -len(".py")].replace("/", ".")
+    return dotted.removesuffix(".__init__")
+
+
+def _raised_from_code(result: TestResult, error: str) -> tuple[bool, str]:
+    """Whether an issue property's exception (named by the issue) comes from the code under
+    test, and why: raised in the repository's code, or outside it (the standard library, a
+    dependency) with a repository frame between the property and the raise. Raised outside
+    with no repository frame on the way is the property's own misuse of an API."""
+    origin = result.origin
+    if origin is None:
+        return False, f"fails by {error}, but where it was raised is not recorded"
+    at = f"{_module(origin.file)} ({origin.function})"
+    if origin.where == "repo":
+        return True, f"raises {error} from repo module {at}, named by the issue"
+    if origin.via is not None:
+        via_file, _, rest = origin.via.partition(":")
+        function = rest.split(" in ", 1)[-1]
+        return True, (
+            f"raises {error} in {at}, called from repo module {_module(via_file)} "
+            f"({function}), named by the issue"
+        )
+    return False, (
+        f"raises {error} inside {at}, reached from the property with no repository code on "
+        "the way: the property's own use of the API, not the code under test"
+    )
 
 
 def _mentions(text: str, word: str) -> bool:
@@ -72,7 +121,8 @@ def _unusable(result: TestResult) -> str | None:
     if error in ("Flaky", "FlakyFailure") and result.category != "timeout":
         return f"flaky on the original code: {result.exception}"
     if result.category == "runtime_error" and _raised_in_test(result):
-        return f"the property itself raised {result.exception}"
+        where = f" (at {result.origin.file}:{result.origin.line})" if result.origin else ""
+        return f"the property itself raised {result.exception}{where}"
     if result.kind == "repo":
         return "it has neither a pgs_issue nor a pgs_regression marker"
     if result.outcome == "skipped":
@@ -80,39 +130,71 @@ def _unusable(result: TestResult) -> str | None:
     return None
 
 
-def _issue_verdict(result: TestResult, issue_text: str) -> str | None:
-    """None to keep an issue property (it shows the bug on the original), else the reason."""
+def _own_check(result: TestResult) -> str:
+    """Why an issue property that failed by its own check shows the bug."""
+    origin = result.origin
+    if origin is not None and origin.type == "Failed":
+        how = "its own check (pytest.raises or pytest.fail)"
+    elif origin is not None and origin.where == "repo":
+        how = f"an assertion in repo module {_module(origin.file)} ({origin.function})"
+    else:
+        how = "its assertion"
+    return f"fails by {how} on the original code: {_shown(result)}"
+
+
+def _issue_verdict(result: TestResult, issue_text: str) -> tuple[bool, str]:
+    """Whether to keep an issue property (it shows the bug on the original), and why."""
     if result.category in ("property_violation", "wrong_answer"):
-        return None
+        return True, _own_check(result)
     if result.category == "pass":
-        return "passes on the original code: does not capture the bug"
+        return False, "passes on the original code: does not capture the bug"
     if result.category == "timeout":
         if SLOW_WORDS.search(issue_text):
-            return None
-        return "times out on the original code, and the issue is not about speed or a hang"
+            return True, "times out on the original code, and the issue is about a hang or speed"
+        return False, "times out on the original code, and the issue is not about speed or a hang"
     error = _exception_type(result)
-    if _mentions(issue_text, error):
-        return None
-    return f"fails on the original code by {error or 'an error'}, which the issue does not mention"
+    if not _mentions(issue_text, error):
+        return False, (
+            f"fails on the original code by {error or 'an error'}, which the issue does not mention"
+        )
+    return _raised_from_code(result, error)
+
+
+def judge_property(result: TestResult, issue_text: str) -> tuple[bool, str]:
+    """Whether the soundness filter keeps one property run on the original code, and why
+    (for a kept one: "fails by its assertion ...", "raises ValueError from repo module x.y
+    ...", "regression: passes on the original code")."""
+    reason = _unusable(result)
+    if reason is not None:
+        return False, reason
+    if result.kind == "issue":
+        return _issue_verdict(result, issue_text)
+    if result.failed:  # a regression property must hold on the original
+        return False, f"unsound: fails on the original code ({result.category}: {_shown(result)})"
+    return True, "regression: passes on the original code"
+
+
+def kept_reasons(report: CheckReport, kept: list[str], issue_text: str) -> dict[str, str]:
+    """``{node id: why it was kept}`` for the ``kept`` properties of a validation ``report``."""
+    by_id = report.by_id()
+    return {n: judge_property(by_id[n], issue_text)[1] for n in kept if n in by_id}
 
 
 def validate_properties(report: CheckReport, issue_text: str) -> tuple[list[str], list[Dropped]]:
     """PGS's soundness filter, on a run of the properties alone against the ORIGINAL code.
 
-    Keeps an issue property that fails by its assertion, by an exception the issue names, or
-    (when the issue is about a hang or slowness) by the time limit; keeps a regression property
-    that passes. Drops the rest with a reason; a file that does not import is dropped as a whole
-    (its node id is the file). Returns the kept node ids, in report order, and the dropped.
+    Keeps an issue property that fails by its own check (an assertion, ``pytest.raises`` or
+    ``pytest.fail``), by an exception the issue names raised from the code under test (see
+    :func:`_raised_from_code`), or (when the issue is about a hang or slowness) by the time
+    limit; keeps a regression property that passes. Drops the rest with a reason; a file that
+    does not import is dropped as a whole (its node id is the file). Returns the kept node ids,
+    in report order, and the dropped (:func:`kept_reasons` says why each kept one was kept).
     """
     kept: list[str] = []
     dropped: list[Dropped] = []
     for result in report.results:
-        reason = _unusable(result)
-        if reason is None and result.kind == "issue":
-            reason = _issue_verdict(result, issue_text)
-        elif reason is None and result.failed:  # a regression property must hold on the original
-            reason = f"unsound: fails on the original code ({result.category}: {_shown(result)})"
-        if reason is None:
+        keep, reason = judge_property(result, issue_text)
+        if keep:
             kept.append(result.nodeid)
         else:
             dropped.append(Dropped(nodeid=result.nodeid, reason=reason))

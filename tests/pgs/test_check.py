@@ -56,6 +56,12 @@ def test_failures_the_original_had_are_not_counted_regressions_are() -> None:
         ".pgs/properties/test_p.py::test_p",
     ]
     assert counted.errors == ["other_test.py: SyntaxError"]
+    # What was left out is said, not silent: the report's coverage names it.
+    assert counted.coverage is not None
+    assert counted.coverage.not_counted == ["t.py::old_bug", "broken_test.py"]
+    assert "not counted, as the original code fails them too: t.py::old_bug, broken_test.py" in (
+        counted.coverage.describe()
+    )
     assert against_baseline(now, None) == now
 
 

@@ -362,6 +362,15 @@ def test_unsound_properties_are_dropped_with_the_reason(main_run: Run) -> None:
     }
     reasons = {d["nodeid"].split("::")[0]: d["reason"] for d in validation["dropped"]}
     assert_unsound_dropped(reasons)
+    # Why each was kept is recorded too.
+    why = {nodeid.split("::")[0]: reason for nodeid, reason in validation["why_kept"].items()}
+    assert set(why) == kept
+    assert why[DEDUPE.property_path("issue_sound")].startswith(
+        "fails by its assertion on the original code: test_no_repeats(xs=[1, 2, 1])"
+    )
+    assert (
+        why[DEDUPE.property_path("regression_sound")] == "regression: passes on the original code"
+    )
     # The files the Tester wrote are recorded, and the printed summary counts the decisions.
     assert set(main_run.pgs["properties"]) == set(DEDUPE_PROPERTIES)
     assert "PGS (property-min): 3 properties kept, 5 dropped" in main_run.stderr

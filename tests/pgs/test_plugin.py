@@ -300,3 +300,136 @@ def test_pytest_raises_saying_did_not_raise_is_the_tests_own_check_failing(
     assert chosen is not None
     message = render_feedback(chosen, "property-min", 1, 5)
     assert "Got: DID NOT RAISE" in message or "Got: got 3" in message
+
+
+# -- where an exception was raised: the property's misuse or the code under test ----------------
+
+#: The repository's code: ``area`` raises ValueError itself; ``label`` passes a bad width on to
+#: the standard library, which raises it there.
+SHAPES = """import textwrap
+
+
+def area(w, h):
+    if w < 0:
+        raise ValueError("negative width")
+    return w + h  # the bug: not w * h
+
+
+def label(text, width):
+    return textwrap.wrap(text, width)
+"""
+
+#: Issue properties, each failing on the original code in its own way.
+ORIGINS = """import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from sortedcontainers import SortedList
+
+from shapes.core import area, label
+
+pytestmark = pytest.mark.pgs_issue("area multiplies; bad sizes raise ValueError")
+
+
+@given(st.integers(min_value=2, max_value=5))
+def test_assertion(w):
+    assert area(w, 3) == w * 3
+
+
+@given(st.just(-1))
+def test_raised_by_the_repository(w):
+    area(w, 2)
+
+
+@given(st.just(0))
+def test_raised_in_the_standard_library_called_by_the_repository(width):
+    label("abc", width)
+
+
+@given(st.just("x"))
+def test_misuses_the_standard_library(width):
+    textwrap.wrap(label("abc", 3)[0], width=width)
+
+
+@given(st.just([1, "a"]))
+def test_misuses_a_dependency(values):
+    SortedList(values)
+
+
+@given(st.just("x"))
+def test_misuses_its_own_code(suffix):
+    area(2, 3) + suffix
+
+
+@given(st.just(1))
+def test_misuses_the_repository_api(w):
+    area(w)
+"""
+
+#: What the issue names: both exception types, so only where they come from tells them apart.
+ORIGIN_ISSUE = "area(2, 3) gives 5, not 6; a negative width must raise ValueError (TypeError too?)"
+
+
+def test_an_issue_property_shows_the_bug_by_its_own_check_or_the_repositorys_exception(
+    tmp_path: Path,
+) -> None:
+    from agent.pgs.validate import kept_reasons, validate_properties
+    from tests.repos import make_repo
+
+    repo = make_repo(tmp_path / "shapes", {"shapes/__init__.py": "", "shapes/core.py": SHAPES})
+    path = ".pgs/properties/test_origins.py"
+    with LocalSandbox(repo) as sandbox:
+        sandbox.write_file(path, ORIGINS)
+        report = run_pytest(sandbox, [path], settings=SETTINGS, timeout=120)
+    by_name = {r.nodeid.rsplit("::", 1)[1]: r for r in report.results}
+    origins = {name: r.origin for name, r in by_name.items()}
+    raised = origins["test_raised_by_the_repository"]
+    assert raised is not None
+    assert (raised.type, raised.file, raised.function, raised.where) == (
+        "ValueError",
+        "shapes/core.py",
+        "area",
+        "repo",
+    )
+    stdlib = origins["test_raised_in_the_standard_library_called_by_the_repository"]
+    assert stdlib is not None and stdlib.where == "outside" and stdlib.file.endswith("textwrap.py")
+    assert (
+        stdlib.via is not None
+        and stdlib.via.startswith("shapes/core.py:")
+        and "label" in stdlib.via
+    )
+    misuse = origins["test_misuses_the_standard_library"]
+    assert misuse is not None and misuse.where == "outside" and misuse.via is None
+    assert misuse.type == "TypeError"
+
+    kept, dropped = validate_properties(report, ORIGIN_ISSUE)
+    why = kept_reasons(report, kept, ORIGIN_ISSUE)
+    assert {n.rsplit("::", 1)[1]: r for n, r in why.items()} == {
+        "test_assertion": "fails by its assertion on the original code: "
+        + str(by_name["test_assertion"].example),
+        "test_raised_by_the_repository": (
+            "raises ValueError from repo module shapes.core (area), named by the issue"
+        ),
+        "test_raised_in_the_standard_library_called_by_the_repository": (
+            f"raises ValueError in textwrap ({stdlib.function}), called from repo module "
+            "shapes.core (label), named by the issue"
+        ),
+    }
+    reasons = {d.nodeid.rsplit("::", 1)[1]: d.reason for d in dropped}
+    assert set(reasons) == {
+        "test_misuses_the_standard_library",
+        "test_misuses_a_dependency",
+        "test_misuses_its_own_code",
+        "test_misuses_the_repository_api",
+    }
+    for name in ("test_misuses_the_standard_library", "test_misuses_a_dependency"):
+        assert reasons[name].startswith("raises TypeError inside ")
+        assert "the property's own use of the API, not the code under test" in reasons[name]
+    assert reasons["test_misuses_the_standard_library"].startswith(
+        "raises TypeError inside textwrap"
+    )
+    assert "inside sortedcontainers.sortedlist (" in reasons["test_misuses_a_dependency"]
+    for name in ("test_misuses_its_own_code", "test_misuses_the_repository_api"):
+        assert reasons[name].startswith("the property itself raised TypeError")
+        assert f"(at {path}:" in reasons[name]

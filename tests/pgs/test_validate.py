@@ -4,7 +4,7 @@ sound properties kept, the rest dropped with the reason."""
 from __future__ import annotations
 
 from agent.pgs.runner import run_pytest
-from agent.pgs.validate import validate_properties
+from agent.pgs.validate import kept_reasons, validate_properties
 from envs.docker_sandbox import DockerSandbox
 from tests.pgs.checking import (
     SETTINGS,
@@ -54,3 +54,59 @@ def test_validation_keeps_an_issue_property_failing_by_the_issues_exception(
     assert [d.reason for d in dropped] == [
         "fails on the original code by ValueError, which the issue does not mention"
     ]
+
+
+#: RLE issue properties on Python 3.9: the round trip that raises the issue's IndexError inside
+#: ``rle.decode``, a digits case where the bug returns a wrong string (the assertion fails),
+#: and two that raise TypeError, which the issue (below) names, by misusing an API.
+RLE_ORIGINS = """import textwrap
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rle import decode, encode
+
+pytestmark = pytest.mark.pgs_issue("decoding an encoded string gives the string back")
+
+
+@given(st.just("a" * 10))
+def test_long_run(s):
+    assert decode(encode(s)) == s
+
+
+@given(st.just("1" * 10 + "2" * 10))
+def test_digits(s):
+    assert decode(encode(s)) == s
+
+
+@given(st.just("a" * 10))
+def test_wraps_with_a_bad_width(s):
+    assert textwrap.wrap(s, width="10") == [s]
+
+
+@given(st.just("a" * 10))
+def test_adds_a_number(s):
+    assert encode(s) + 1 == s
+"""
+
+
+def test_an_issue_property_misusing_an_api_is_dropped_even_when_the_issue_names_its_error(
+    rle: DockerSandbox,
+) -> None:
+    path = RLE.property_path("origins")
+    rle.write_file(path, RLE_ORIGINS)
+    report = run_pytest(rle, [path], settings=SETTINGS, timeout=60)
+    issue = RLE.issue + "\n\nAnd `decode(5)` raises TypeError; it should say what it expects."
+    kept, dropped = validate_properties(report, issue)
+    why = {n.rsplit("::", 1)[1]: r for n, r in kept_reasons(report, kept, issue).items()}
+    assert why == {
+        "test_long_run": "raises IndexError from repo module rle (decode), named by the issue",
+        "test_digits": "fails by its assertion on the original code: "
+        f"test_digits(s={'1' * 10 + '2' * 10!r})",
+    }
+    reasons = {d.nodeid.rsplit("::", 1)[1]: d.reason for d in dropped}
+    assert set(reasons) == {"test_wraps_with_a_bad_width", "test_adds_a_number"}
+    assert reasons["test_wraps_with_a_bad_width"].startswith("raises TypeError inside textwrap (")
+    assert "the property's own use of the API" in reasons["test_wraps_with_a_bad_width"]
+    assert reasons["test_adds_a_number"].startswith("the property itself raised TypeError")

@@ -17,7 +17,7 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.method import judge
-from agent.pgs.report import CheckReport, TestResult
+from agent.pgs.report import CheckReport, Coverage, TestResult
 from agent.pgs.validate import drop_contradictions, explicit_examples
 from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.repos import make_repo
@@ -78,6 +78,32 @@ def test_a_budget_cut_is_said_in_the_reason() -> None:
     cut = "budget 60 s: 3 of 9 related test files not run"
     verdict, why = judge(report(result(ISSUE_ID, "issue"), cut=cut), {ISSUE_ID})
     assert verdict == "passed" and cut in why
+
+
+def test_every_reason_says_how_much_ran_and_few_related_files_make_it_partial() -> None:
+    def covered(run: int, found: int = 9, *results: TestResult) -> CheckReport:
+        coverage = Coverage(properties=2, related_found=found, related_run=run)
+        coverage.related_cut = found - run
+        return CheckReport(results=[result(ISSUE_ID, "issue"), *results], coverage=coverage)
+
+    # Half of the related files is enough; fewer is partial, ordered after passed.
+    verdict, why = judge(covered(5), {ISSUE_ID})
+    assert verdict == "passed"
+    assert why.endswith(
+        "; checked: 2 properties, 5 of 9 related test files (4 left out by the time budget)"
+    )
+    verdict, why = judge(covered(1), {ISSUE_ID})
+    assert verdict == "partial"
+    assert why.startswith("fewer than 50% of the related test files ran; 1 issue property")
+    assert "1 of 9 related test files (8 left out by the time budget)" in why
+    # Without an issue property it stays tests-only; with a failure, failed; both say how much.
+    verdict, why = judge(covered(1, 9, result(REPO_ID, "repo")), set())
+    assert verdict == "tests-only" and "1 of 9 related test files" in why
+    verdict, why = judge(covered(1, 9, result(REPO_ID, "repo", ok=False)), {ISSUE_ID})
+    assert verdict == "failed" and "1 of 9 related test files" in why
+    # No related test file at all is not partial: there was nothing to cut.
+    verdict, why = judge(covered(0, 0), {ISSUE_ID})
+    assert verdict == "passed" and "no related test file found" in why
 
 
 # --------------------------------------------------------------------------- contradictions
