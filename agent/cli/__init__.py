@@ -1,6 +1,9 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
 ``report``, ``inspect``, ``serve-script``; ``env`` from :mod:`envs.cli`). Every user mistake
-(:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2.
+(:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2; a failure of
+the machine (:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk)
+one line and 3; a run the loop ended with an error (:class:`agent.core.run.RunFailed`, its
+files written) one line and 1. The codes are listed in :mod:`agent.core.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -22,8 +25,9 @@ from collections.abc import Sequence
 from agent.cli import batch, demo, eval, inspect, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
-from agent.core.errors import INTERRUPTED, USER_ERRORS
-from envs.cli import USER_ERROR, print_error
+from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED, RUN_ENDED, USER_ERRORS
+from agent.core.run import OutputNotWritten, RunFailed
+from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 from envs.cli import register as register_env
 
 __all__ = ["EXAMPLES", "INTERRUPTED", "USER_ERRORS", "build_parser", "main", "make_example_repo"]
@@ -58,6 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with stop_signals(received):
             code: int = args.func(args)
+    except RunFailed as e:
+        logging.getLogger(__name__).debug("the run failed", exc_info=e.__cause__)
+        print_error(str(e))
+        return RUN_ENDED
+    except INFRASTRUCTURE_ERRORS as e:
+        if isinstance(e, OutputNotWritten) and e.submission:  # the patch is not lost
+            print(e.submission, end="" if e.submission.endswith("\n") else "\n")
+        print_error(str(e))
+        return INFRASTRUCTURE
     except USER_ERRORS as e:
         print_error(str(e))
         return USER_ERROR
