@@ -27,6 +27,7 @@ from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
 from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED, RUN_ENDED, USER_ERRORS
 from agent.core.run import OutputNotWritten, RunFailed
+from envs import scratch
 from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 from envs.cli import register as register_env
 
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="pgs: %(levelname)s: %(message)s",
     )
+    scratch.reap_at_startup()  # what killed pgs processes left in $TMPDIR and the cache
     received: list[signal.Signals] = []
     try:
         with stop_signals(received):

@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections import Counter, deque
@@ -64,6 +63,7 @@ from agent.swebench import (
 )
 from agent.swebench.executors import Executor, LocalExecutor
 from agent.swebench.progress import Progress, SlotHook
+from envs import scratch
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -187,7 +187,7 @@ class Batch:
     def _run(self, instance: Instance, hook: SlotHook) -> tuple[str, str]:
         config = self.config
         status = hook.on_status
-        with tempfile.TemporaryDirectory(prefix=f"pgs-{instance.instance_id[:40]}-") as tmp:
+        with scratch.temporary_directory(f"pgs-{instance.instance_id[:40]}-") as tmp:
             status("preparing the repository")
             mirror = find_mirror(instance, self.envs.repos_dir, status)
             tree = working_tree(instance, mirror, Path(tmp) / "repo")
@@ -406,7 +406,7 @@ def run_detached(
 
     started = time.monotonic()
     iid = instance.instance_id
-    with tempfile.TemporaryDirectory(prefix="pgs-detached-") as tmp:
+    with scratch.temporary_directory("pgs-detached-") as tmp:
         batch = Batch([instance], config, Path(tmp), envs, hints=hints)
         exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
         folder = Path(tmp) / iid

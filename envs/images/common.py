@@ -11,7 +11,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envs import scratch
 from envs.docker_util import translate_errors
 from envs.errors import DISK_FULL_HINT, DiskFull, ImageBuildError, looks_like_disk_full
 
@@ -231,7 +231,7 @@ class Layer:
     def build(self, client: docker.DockerClient, tag: str) -> str:
         builds = cache_dir() / "build"
         builds.mkdir(parents=True, exist_ok=True)
-        context = Path(tempfile.mkdtemp(prefix="ctx-", dir=builds))
+        context = scratch.mkdtemp("ctx-", builds)  # its owner in its name (envs.scratch)
         try:
             ca = ca_bundle() if self.network else None
             root = context / "root"
@@ -267,7 +267,7 @@ class Layer:
                     buildargs=args,
                 )
         finally:
-            shutil.rmtree(context, ignore_errors=True)
+            scratch.remove_tree(context)
 
 
 def venv_steps(python: str = "python3") -> list[str]:
