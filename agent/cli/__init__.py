@@ -3,7 +3,8 @@
 (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2; a failure of
 the machine (:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk)
 one line and 3; a run the loop ended with an error (:class:`agent.core.run.RunFailed`, its
-files written) one line and 1. The codes are listed in :mod:`agent.core.errors`.
+files written) one line and 1 (2 when that error is a mistake in the command, such as a tool
+bundle that fails to install). The codes are listed in :mod:`agent.core.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -25,7 +26,13 @@ from collections.abc import Sequence
 from agent.cli import batch, demo, eval, inspect, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
-from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED, RUN_ENDED, USER_ERRORS
+from agent.core.errors import (
+    COMMAND_MISTAKES,
+    INFRASTRUCTURE_ERRORS,
+    INTERRUPTED,
+    RUN_ENDED,
+    USER_ERRORS,
+)
 from agent.core.run import OutputNotWritten, RunFailed
 from envs import scratch
 from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
@@ -67,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFailed as e:
         logging.getLogger(__name__).debug("the run failed", exc_info=e.__cause__)
         print_error(str(e))
-        return RUN_ENDED
+        return USER_ERROR if isinstance(e.__cause__, COMMAND_MISTAKES) else RUN_ENDED
     except INFRASTRUCTURE_ERRORS as e:
         if isinstance(e, OutputNotWritten) and e.submission:  # the patch is not lost
             print(e.submission, end="" if e.submission.endswith("\n") else "\n")

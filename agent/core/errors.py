@@ -37,6 +37,15 @@ USER_ERRORS: tuple[type[Exception], ...] = (
     ToolInstallError,
     ScriptError,
 )
+#: Mistakes in the command even when found after the run started (a tool bundle's install.sh
+#: fails as the agent sets up): exit code 2, the run's files written all the same.
+COMMAND_MISTAKES: tuple[type[Exception], ...] = (
+    ConfigError,
+    InputError,
+    ToolConfigError,
+    ToolInstallError,
+    ScriptError,
+)
 #: Errors of the machine, not of the command: exit code 3 (:data:`envs.cli.INFRASTRUCTURE`).
 INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (*ENV_INFRASTRUCTURE_ERRORS, OutputNotWritten)
 #: Exit code of a run that ended with an exit status other than ``submitted``.

@@ -178,3 +178,21 @@ def test_a_disk_full_while_writing_is_3_and_the_patch_is_kept(
     line = one_error(lines)
     assert "No space left on device" in line and "kept" in line
     assert "+    return text.upper()" in stdout  # the patch is not lost
+
+
+def test_a_tool_bundle_that_fails_to_install_as_the_agent_starts_is_2(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "broken"
+    (bundle / "bin").mkdir(parents=True)
+    (bundle / "config.yaml").write_text("tools: {}\n")
+    (bundle / "install.sh").write_text("false\n")
+    out = tmp_path / "out"
+    bundles = json.dumps([str(bundle)])
+    code, _, lines = pgs_run(
+        capsys, repo, out, [SUBMIT], "--sandbox", "local", "--tools.bundles", bundles
+    )
+    assert code == 2
+    assert "tool bundle 'broken' failed" in one_error(lines)
+    traj, patch, _ = results(out)  # written all the same
+    assert traj["info"]["exit_status"] == "exit_error" and patch == ""
