@@ -51,15 +51,17 @@ class InputError(ValueError):
 
 
 class RunFailed(RuntimeError):
-    """The Generator's loop ended in an error (exit status ``exit_error``); its ``.traj``,
-    ``.patch`` and ``.pred`` hold the work so far. ``str()`` is the error and where the work is;
-    ``.result`` is the run's result."""
+    """An error ended the run once the Generator had started (its exit status: ``exit_error``);
+    its ``.traj``, ``.patch`` and ``.pred`` hold the work so far. ``str()`` is the error and
+    where the work is; ``.result`` is the run's result."""
 
     def __init__(self, error: BaseException, result: RunResult, folder: Path) -> None:
         known = (InputError, EnvError, ModelError)
         what = str(error) if isinstance(error, known) else f"{type(error).__name__}: {error}"
         self.result = result
-        super().__init__(f"{what} (exit status exit_error; the work so far is in {folder})")
+        super().__init__(
+            f"{what} (exit status {result.exit_status}; the work so far is in {folder})"
+        )
 
 
 class OutputNotWritten(RuntimeError):

@@ -49,7 +49,7 @@ from rich.live import Live
 
 from agent.core.config import RunConfig
 from agent.core.errors import INTERRUPTED
-from agent.core.run import Task, output_paths, run_task
+from agent.core.run import RunFailed, Task, output_paths, run_task
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
 from agent.pgs.compare import prediction_fields
@@ -216,6 +216,8 @@ class Batch:
     def _record_crash(self, instance: Instance, error: Exception) -> str:
         """Leave a ``.traj`` (exit_error, the message) and a ``.patch``; the submitted patch."""
         paths = output_paths(self.output_dir, instance.instance_id)
+        if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
+            error = error.__cause__  # the files are written; the error is what ended the run
         message = f"{type(error).__name__}: {error}"
         data: dict[str, Any] = {}
         if paths["traj"].exists():  # the agent ran and saved its state before the crash
