@@ -18,6 +18,7 @@ Nothing outside this package imports it: what commands share lives where it belo
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sys
@@ -37,6 +38,9 @@ from agent.core.run import OutputNotWritten, RunFailed
 from envs import scratch
 from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 from envs.cli import register as register_env
+
+#: Write failures that are the machine's, not a bug: one line and exit code 3.
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 __all__ = ["EXAMPLES", "INTERRUPTED", "USER_ERRORS", "build_parser", "main", "make_example_repo"]
 
@@ -83,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as e:
         print_error(str(e))
         return USER_ERROR
+    except OSError as e:
+        if e.errno not in FULL_OR_READ_ONLY:
+            raise
+        # A write that failed outside a run's own results (a batch's preds.json, a report).
+        print_error(f"cannot write {e.filename or 'a file'} ({e.strerror}): free some space")
+        return INFRASTRUCTURE
     except KeyboardInterrupt:
         by = f" by {received[0].name}" if received and received[0] != signal.SIGINT else ""
         print_error(f"interrupted{by}")
