@@ -196,3 +196,11 @@ def test_a_tool_bundle_that_fails_to_install_as_the_agent_starts_is_2(
     assert "tool bundle 'broken' failed" in one_error(lines)
     traj, patch, _ = results(out)  # written all the same
     assert traj["info"]["exit_status"] == "exit_error" and patch == ""
+
+
+def test_pgs_env_without_docker_is_3(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{closed_port()}")
+    assert main(["env", "ls"]) == 3
+    assert "Docker" in one_error(capsys.readouterr().err.strip().splitlines())
