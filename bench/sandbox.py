@@ -6,7 +6,12 @@ Prints p50/p95 round trip of `true` through DockerSandbox (and of a bare helper 
 starts no process: the transport alone), through `docker exec` with the CLI
 (mini-swe-agent's DockerEnvironment: `docker exec -w DIR CID bash -lc CMD`) and through the SDK's
 exec_run; container start time; cold and warm repository-image build; reading a 1 MB file.
-Last line: exec_speedup=<docker exec p50 / ours p50>.
+The process containment (every process a command started ends with it), measured side by side:
+`true` with it on (the default) and off (`contain_processes=False`: only the command's process
+group is killed, as before), and with it on for a command that leaves a process in a session of
+its own (the helper then scans /proc, freezes and kills).
+Last lines: exec_speedup=<docker exec p50 / ours p50>,
+containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
 """
 
 from __future__ import annotations
@@ -68,7 +73,10 @@ def main() -> None:
             starts.append(time.perf_counter() - t)
             box.close()
 
-        with DockerSandbox(DockerSandboxConfig(image=image), repo=repo) as box:
+        uncontained = DockerSandbox(
+            DockerSandboxConfig(image=image, contain_processes=False), repo=repo
+        )
+        with uncontained, DockerSandbox(DockerSandboxConfig(image=image), repo=repo) as box:
             cid = box.container.id
 
             def docker_exec_cli() -> None:
@@ -84,9 +92,11 @@ def main() -> None:
                 )
 
             # Interleaved, so that both see the same machine (this one's timings drift).
-            ours, cli, sdk, ping = [], [], [], []
+            ours, cli, sdk, ping, off, left = [], [], [], [], [], []
             for _ in range(args.n):
                 ours += timed(lambda: box.run("true"), 4)
+                off += timed(lambda: uncontained.run("true"), 4)
+                left += timed(lambda: box.run("setsid sleep 300 &"), 1)
                 ping += timed(lambda: box._call("ping", wait=30), 4)
                 cli += timed(docker_exec_cli, 1)
                 sdk += timed(docker_exec_sdk, 1)
@@ -97,15 +107,17 @@ def main() -> None:
         spec = RepoImageSpec(python=args.python)
         os.environ["PGS_CACHE_DIR"] = str(Path(tmp) / "cache")
         t = time.perf_counter()
-        image = build_repo_image(repo, spec=spec)
+        built = build_repo_image(repo, spec=spec)
         cold = time.perf_counter() - t
         t = time.perf_counter()
         again = build_repo_image(repo, spec=spec)
         warm = time.perf_counter() - t
-        assert again.cache_hit and again.image_id == image.image_id
-        client.images.remove(image.tag, force=True)
+        assert again.cache_hit and again.image_id == built.image_id
+        client.images.remove(built.tag, force=True)
 
     row("DockerSandbox.run('true')", ours)
+    row("  containment off", off)
+    row("  'setsid sleep 300 &' (ended)", left)
     row("helper round trip, no process", ping)
     row("docker exec CLI (mini-swe-agent)", cli)
     row("docker SDK exec_run", sdk)
@@ -118,6 +130,7 @@ def main() -> None:
     )
     print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
     print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")
+    print(f"containment_overhead_ratio={statistics.median(ours) / statistics.median(off):.2f}")
 
 
 if __name__ == "__main__":

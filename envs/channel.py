@@ -82,6 +82,7 @@ class HelperSandbox:
         self.base_env = dict(env or {})
         self._channel: Channel | None = None
         self._ids = itertools.count(1)
+        self.contained = False
         self._lock = threading.Lock()
 
     # -- helper protocol -------------------------------------------------------------------
@@ -91,6 +92,8 @@ class HelperSandbox:
         hello = self._read_reply(timeout)
         if not hello.get("ready"):
             raise SandboxError(f"the sandbox helper did not start: {hello}")
+        #: True when the helper ends every process a command started (it is a subreaper).
+        self.contained = bool(hello.get("contained"))
 
     def _read_reply(self, timeout: float | None) -> dict[str, Any]:
         """The next reply, within ``timeout`` seconds in all (None: no limit)."""

@@ -78,6 +78,14 @@ def _base(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Shared by `pgs env build` and `pgs run`.
+NO_REPO_INSTALL_HELP = (
+    "run no code of the repository while its image is built (setup.py, build backend, "
+    ".pgs.yaml install): its dependencies from requirement files and pyproject.toml only, its "
+    "source on the path unbuilt (no compiled extensions, no entry points)"
+)
+
+
 def _build(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {}
     if args.python:
@@ -88,6 +96,8 @@ def _build(args: argparse.Namespace) -> int:
         fields["extras"] = [e for e in args.extras.split(",") if e]
     if args.install:
         fields["install"] = args.install
+    if args.no_repo_install:
+        fields["run_install"] = False
     spec = images.RepoImageSpec.checked(fields, source="pgs env build")
     with progress(f"image of {args.repo}") as status:
         built = images.build_repo_image(
@@ -192,8 +202,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--install",
         action="append",
         metavar="CMD",
-        help="shell command run in /repo (host network) instead of the detected install of the "
-        "project; repeatable; use it when detection fails",
+        help="shell command run in /repo (package indexes in reach, nothing else) instead of the "
+        "detected install of the project; repeatable; use it when detection fails",
+    )
+    build.add_argument(
+        "--no-repo-install",
+        action="store_true",
+        help=NO_REPO_INSTALL_HELP,
     )
     build.add_argument(
         "--method",

@@ -11,6 +11,19 @@ included): Docker closes the helper's stdin when the attach connection closes (`
 the helper then kills the running command and exits, the container stops, and Docker removes
 it (``auto_remove``), all within a second. :meth:`DockerSandbox.close` removes it at once.
 
+Every process a command started ends with it (the helper is a child subreaper; see its
+docstring): nothing a command put in the background edits the repository between steps, and
+a fork bomb is frozen and killed when its command ends, so the next command runs.
+
+Hardened by default (each configurable): every capability dropped but ``CAP_CHOWN``,
+``CAP_DAC_OVERRIDE`` and ``CAP_FOWNER`` (root may still write, chmod and chown any file of the
+repository, pip installs into a venv or ``--user``, git works; no raw sockets, mknod, setuid,
+chroot or killing other users' processes), ``no-new-privileges`` (a setuid binary gains
+nothing), and a disk limit: a quota from the storage driver where it offers one (overlay2 on
+xfs with pquota, btrfs, zfs), else no single file larger than the limit (``RLIMIT_FSIZE``) and
+a check of the container's writable layer (Docker's SizeRw) every ``disk_check_interval``
+seconds while a command runs, which stops a command that grows it past the limit and says so.
+
 Safe by default: no network (``network=True`` to opt in), memory / CPU / pids limits, no swap
 beyond the memory limit, and the labels ``pgs-agent=1``, ``pgs-agent.run=<run id>`` and the
 owner's host, pid and start time (``envs/docker_util.py``). The first sandbox of a process
@@ -21,26 +34,34 @@ every pgs container, live runs' included.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import logging
+import re
 import socket
 import struct
 import tarfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
-from envs.channel import HelperSandbox, helper_source
+from envs.channel import CANCEL, HelperSandbox, helper_source
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
 from envs.registry import SandboxSettings
-from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
+from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, CommandResult
 
 HELPER_PATH = "/tmp/pgs_helper.py"
+#: The capabilities a coding agent's work needs as root (see the module docstring).
+CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER")
+#: Storage drivers that can give a container a size quota (``--storage-opt size``).
+QUOTA_DRIVERS = {"overlay2", "btrfs", "zfs"}
 
 logger = logging.getLogger(__name__)
 
@@ -66,9 +87,52 @@ class DockerSandboxConfig(SandboxSettings):
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
     python: str = Field("python3", description="interpreter in the image that runs the helper")
     startup_timeout: float = Field(60.0, gt=0, description="seconds to wait for the helper")
+    contain_processes: bool = Field(
+        True,
+        description="end every process a command started when it ends, whatever group or "
+        "session it moved to (off: only its process group; for benchmarks)",
+    )
+    capabilities: list[str] = Field(
+        default_factory=lambda: list(CAPABILITIES),
+        description="Linux capabilities kept (all others dropped); Docker's default set: "
+        "CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP "
+        "NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE",
+    )
+    no_new_privileges: bool = Field(
+        True, description="no process gains privileges through setuid binaries or file caps"
+    )
+    disk_limit: str | None = Field(
+        "8g",
+        description="most the sandbox may write to its filesystem (Docker syntax: 500m, 8g); "
+        "none: no limit",
+    )
+    disk_check_interval: float = Field(
+        30.0,
+        gt=0,
+        description="seconds between checks of the container's size while a command runs, "
+        "where the storage driver has no quota (each check costs the daemon a walk of the "
+        "container's files)",
+    )
+
+    @field_validator("disk_limit", mode="before")
+    @classmethod
+    def _size(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "0"):
+            return None
+        if isinstance(value, str):
+            parse_size(value)
+        return value
 
     def image_tag(self) -> str | None:
         return self.image
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size written as Docker writes them: 500m, 8g, 1.5G, 1024 (powers of 1024)."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (examples: 500m, 8g)")
+    return int(float(match[1]) * 1024 ** " kmgt".index(match[2].lower() or " "))
 
 
 class _SocketChannel:
@@ -81,9 +145,11 @@ class _SocketChannel:
         self._stdout = bytearray()
         self.stderr = bytearray()
         self._eof = False
+        self._send_lock = threading.Lock()
 
     def send(self, data: bytes) -> None:
-        self._sock.sendall(data)
+        with self._send_lock:  # the disk watch sends CANCEL from its own thread
+            self._sock.sendall(data)
 
     def _fill(self) -> None:
         chunk = self._sock.recv(1 << 20)
@@ -126,6 +192,82 @@ class _SocketChannel:
         close = getattr(self._holder, "close", None)
         if close is not None:
             close()
+
+
+class _DiskWatch:
+    """Stops a command that grows the container's writable layer past ``limit`` bytes, for
+    storage drivers without a quota.
+
+    A thread measures the layer (``measure``) while a command runs, at most every
+    ``interval`` seconds (the clock runs across commands, so a run of short ones is checked
+    too). Over the limit and grown since the previous measure, the running command is stopped
+    (``cancel``); over the limit but not growing (``rm``, reading), it runs on. ``begin`` and
+    ``end`` bracket a command; ``end`` returns the size measured when it was stopped."""
+
+    def __init__(
+        self, measure: Callable[[], int], limit: int, interval: float, cancel: Callable[[], None]
+    ) -> None:
+        self._measure, self.limit, self.interval, self._cancel = measure, limit, interval, cancel
+        self._cond = threading.Condition()
+        self._running = 0  # the ticket of the running command, 0 when none runs
+        self._tickets = 0
+        self._stopped: dict[int, int] = {}
+        self._closed = False
+        self.used: int | None = None
+        threading.Thread(target=self._loop, name="pgs-disk-watch", daemon=True).start()
+
+    def begin(self) -> int:
+        with self._cond:
+            self._tickets += 1
+            self._running = self._tickets
+            self._cond.notify_all()
+            return self._running
+
+    def end(self, ticket: int) -> int | None:
+        with self._cond:
+            self._running = 0
+            return self._stopped.pop(ticket, None)
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _moved_on(self, ticket: int) -> bool:
+        return self._closed or self._running != ticket
+
+    def _loop(self) -> None:
+        last = time.monotonic()
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._closed or self._running != 0)
+                if self._closed:
+                    return
+                ticket = self._running
+                delay = last + self.interval - time.monotonic()
+                if delay > 0:
+                    # The clock keeps running for the next command if this one ends first.
+                    self._cond.wait_for(partial(self._moved_on, ticket), delay)
+                    continue
+            try:
+                used = self._measure()
+            except Exception as e:  # the daemon is busy or the container is going away
+                logger.debug("could not measure the sandbox's disk use: %s", e)
+                last = time.monotonic()
+                continue
+            last = time.monotonic()
+            with self._cond:
+                grew = self.used is None or used > self.used
+                self.used = used
+                if used > self.limit and grew and self._running == ticket:
+                    self._stopped[ticket] = used
+                    # Under the lock: `end` cannot pass before the cancel is on its way, so it
+                    # never reaches the next command.
+                    self._cancel()
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:.0f} MB"
 
 
 def _tar(local: Path, name: str) -> bytes:
@@ -180,6 +322,9 @@ class DockerSandbox(HelperSandbox):
             )
         self.client = docker_client()
         self.container: Any = None
+        self._disk_watch: _DiskWatch | None = None
+        #: How the disk limit is enforced: "quota" (storage driver), "check" or "none".
+        self.disk_enforcement = "none"
         try:
             self._start(repo)
         except BaseException:
@@ -190,29 +335,31 @@ class DockerSandbox(HelperSandbox):
         cfg = self.config
         _reap_orphans_once(self.client)
         environment = {"HOME": self.home, **({} if cfg.network else {"PIP_NO_INDEX": "1"})}
+        limit = parse_size(cfg.disk_limit) if cfg.disk_limit else None
+        hardening: dict[str, Any] = {
+            "cap_drop": ["ALL"],
+            "cap_add": list(cfg.capabilities) or None,
+            "security_opt": ["no-new-privileges:true"] if cfg.no_new_privileges else None,
+        }
+        if limit is not None:
+            import docker.types
+
+            # No single file past the limit, whatever the driver: a shell says "File size
+            # limit exceeded", Python "File too large".
+            hardening["ulimits"] = [docker.types.Ulimit(name="fsize", soft=limit, hard=limit)]
+        quota = limit is not None and _storage_driver(self.client) in QUOTA_DRIVERS
         with translate_errors(f"starting a container of image {cfg.image}"):
-            self.container = self.client.containers.create(
-                cfg.image,
-                # As the entrypoint: the image's own entrypoint and command are not run.
-                entrypoint=[cfg.python, "-u", HELPER_PATH],
-                name=f"pgs-{self.run_id}-{uuid.uuid4().hex[:6]}",
-                init=True,
-                # An open stdin, not detached: Docker closes the helper's stdin when the attach
-                # connection closes (StdinOnce), and removes the container once it stops.
-                stdin_open=True,
-                detach=False,
-                auto_remove=True,
-                # The helper's stdout carries every reply (files included): not for a log file.
-                log_config={"type": "none"},
-                labels=container_labels(self.run_id),
-                network_mode="bridge" if cfg.network else "none",
-                mem_limit=cfg.memory,
-                memswap_limit=cfg.memory,
-                nano_cpus=int(cfg.cpus * 1e9),
-                pids_limit=cfg.pids_limit,
-                working_dir="/",
-                environment=environment,
-            )
+            try:
+                self.container = self._create(
+                    environment,
+                    {**hardening, "storage_opt": {"size": cfg.disk_limit}} if quota else hardening,
+                )
+            except Exception as e:
+                # overlay2 has quotas only on xfs mounted with pquota: check the size instead.
+                if not quota or "storage" not in str(e).lower():
+                    raise
+                quota = False
+                self.container = self._create(environment, hardening)
             self.container.put_archive("/tmp", _tar_bytes(Path(HELPER_PATH).name, helper_source()))
             # Attached before the start, so that no byte of the helper's output is missed.
             sock = self.client.api.attach_socket(
@@ -221,8 +368,82 @@ class DockerSandbox(HelperSandbox):
             self._channel = channel = _SocketChannel(sock)
             self.container.start()
         self._attach(channel, timeout=cfg.startup_timeout)
+        if cfg.contain_processes and not self.contained:
+            logger.warning(
+                "the sandbox helper cannot be a subreaper here: processes a command moved out "
+                "of its process group may outlive it"
+            )
+        if limit is not None:
+            self.disk_enforcement = "quota" if quota else "check"
+        if limit is not None and not quota:
+            self._disk_watch = _DiskWatch(
+                self._writable_size, limit, cfg.disk_check_interval, self._send_cancel
+            )
         if repo is not None:
             self.upload(Path(repo), cfg.repo_path)
+
+    def _create(self, environment: Mapping[str, str], hardening: Mapping[str, Any]) -> Any:
+        cfg = self.config
+        return self.client.containers.create(
+            cfg.image,
+            # As the entrypoint: the image's own entrypoint and command are not run.
+            entrypoint=[cfg.python, "-u", HELPER_PATH]
+            + ([] if cfg.contain_processes else ["--no-contain"]),
+            name=f"pgs-{self.run_id}-{uuid.uuid4().hex[:6]}",
+            init=True,
+            # An open stdin, not detached: Docker closes the helper's stdin when the attach
+            # connection closes (StdinOnce), and removes the container once it stops.
+            stdin_open=True,
+            detach=False,
+            auto_remove=True,
+            # The helper's stdout carries every reply (files included): not for a log file.
+            log_config={"type": "none"},
+            labels=container_labels(self.run_id),
+            network_mode="bridge" if cfg.network else "none",
+            mem_limit=cfg.memory,
+            memswap_limit=cfg.memory,
+            nano_cpus=int(cfg.cpus * 1e9),
+            pids_limit=cfg.pids_limit,
+            working_dir="/",
+            environment=dict(environment),
+            **hardening,
+        )
+
+    def _writable_size(self) -> int:
+        """Bytes in the container's writable layer (the daemon walks its files)."""
+        found = self.client.api.containers(all=True, size=True, filters={"id": self.container.id})
+        return int(found[0].get("SizeRw") or 0)
+
+    def _send_cancel(self) -> None:
+        channel = self._channel
+        if channel is not None:
+            with contextlib.suppress(OSError):
+                channel.send(CANCEL)
+
+    def run(
+        self,
+        command: str,
+        *,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        max_output: int | None = None,
+    ) -> CommandResult:
+        watch = self._disk_watch
+        if watch is None:
+            return super().run(command, timeout=timeout, cwd=cwd, env=env, max_output=max_output)
+        ticket = watch.begin()
+        try:
+            result = super().run(command, timeout=timeout, cwd=cwd, env=env, max_output=max_output)
+        finally:
+            used = watch.end(ticket)
+        if used is None:
+            return result
+        note = (
+            f"\npgs: command stopped: the sandbox's files grew to {_megabytes(used)}, over its "
+            f"disk limit of {self.config.disk_limit} (sandbox.disk_limit); delete files to go on\n"
+        )
+        return dataclasses.replace(result, output=result.output + note, exit_code=-9)
 
     def _helper_stderr(self) -> str:
         channel = self._channel
@@ -240,6 +461,8 @@ class DockerSandbox(HelperSandbox):
                 raise SandboxError(f"could not copy {local} to {remote} in the sandbox")
 
     def close(self) -> None:
+        if self._disk_watch is not None:
+            self._disk_watch.close()
         container, self.container = self.container, None
         try:
             if container is not None:
@@ -276,3 +499,17 @@ def _reap_orphans_once(client: Any) -> None:
         return
     if removed:
         logger.info("removed %d container(s) of ended pgs runs", removed)
+
+
+#: The storage driver of each daemon (by address) this process asked: `docker info` is slow.
+_drivers: dict[str, str] = {}
+
+
+def _storage_driver(client: Any) -> str:
+    where = str(getattr(client.api, "base_url", ""))
+    if where not in _drivers:
+        try:
+            _drivers[where] = str(client.info().get("Driver", ""))
+        except Exception:  # the daemon answers create, it will say what is wrong there
+            return ""
+    return _drivers[where]

@@ -2,6 +2,8 @@
 
 For users without Docker. It offers NO isolation: commands run as you, with your network and
 your files. Only the repository is copied, so the original working tree is never modified.
+What a command starts ends with it, as in the Docker sandbox: the helper is a child subreaper
+and ends its own descendants only, never another process of yours.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ class LocalSandboxConfig(SandboxSettings):
     timeout: float = Field(DEFAULT_TIMEOUT, description="default time limit per command (s)")
     max_output: int = Field(DEFAULT_MAX_OUTPUT, description="bytes of output kept per command")
     env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
+    contain_processes: bool = Field(
+        True,
+        description="end every process a command started when it ends, whatever group or "
+        "session it moved to; never touches a process the command did not start (off: only "
+        "its process group; for benchmarks)",
+    )
 
 
 class _PipeChannel:
@@ -99,7 +107,8 @@ class LocalSandbox(HelperSandbox):
             helper = self._tmp / "pgs_helper.py"
             helper.write_bytes(helper_source())
             proc = subprocess.Popen(
-                [sys.executable, "-u", str(helper)],
+                [sys.executable, "-u", str(helper)]
+                + ([] if config.contain_processes else ["--no-contain"]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 cwd=self.repo_path,

@@ -36,6 +36,7 @@ from agent.core.run import (
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
 from agent.pgs.records import PGSRecord, ValidationRecord
+from envs.cli import NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -123,9 +124,10 @@ def add_github_flags(parser: argparse.ArgumentParser) -> None:
         "--setup",
         action="append",
         metavar="CMD",
-        help="install command for the repository image, run in /repo while it is built (with "
-        "the host's network; repeatable; replaces the detected install)",
+        help="install command for the repository image, run in /repo while it is built (the "
+        "package indexes in reach, nothing else; repeatable; replaces the detected install)",
     )
+    parser.add_argument("--no-repo-install", action="store_true", help=NO_REPO_INSTALL_HELP)
 
 
 def github_config(args: argparse.Namespace) -> GitHubConfig:
@@ -140,28 +142,35 @@ def github_config(args: argparse.Namespace) -> GitHubConfig:
     )
 
 
-def setup_spec(setup: list[str] | None, config: RunConfig) -> RepoImageSpec | None:
+def setup_spec(
+    setup: list[str] | None, config: RunConfig, *, run_install: bool = True
+) -> RepoImageSpec | None:
     """``--setup`` commands as the repository image's install step, in place of the
-    detected one (the wheelhouse is still filled from the detected requirements)."""
-    if not setup:
+    detected one (the wheelhouse is still filled from the detected requirements);
+    ``--no-repo-install`` as ``run_install: false``."""
+    if not setup and run_install:
         return None
     sandbox = config.sandbox
+    what = "--setup installs into" if setup else "--no-repo-install is about"
     if not sandbox.takes_image:
-        raise InputError("--setup installs into a Docker image: it needs --sandbox docker")
+        raise InputError(f"{what} a Docker image: it needs --sandbox docker")
     if sandbox.image_tag():
         raise InputError(
-            f"--setup installs into the repository image pgs builds, but --image "
+            f"{what} the repository image pgs builds, but --image "
             f"{sandbox.image_tag()} is given: drop one of them"
         )
     # The image adds pytest and Hypothesis for the Tester after these commands.
-    return RepoImageSpec.checked({"install": list(setup)}, source="--setup")
+    fields: dict[str, object] = {"install": list(setup)} if setup else {}
+    if not run_install:
+        fields["run_install"] = False
+    return RepoImageSpec.checked(fields, source="--setup" if setup else "--no-repo-install")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before a clone or an image is made for nothing
-    image_spec = setup_spec(args.setup, config)
+    image_spec = setup_spec(args.setup, config, run_install=not args.no_repo_install)
     github = github_config(args)
     hooks: list[RunHook] = []
     if args.repo is None or looks_like_url(args.issue):  # agent/github/pr.py clones

@@ -10,8 +10,9 @@ gives the sandbox a ``python`` when it has only ``python3`` (SWE-agent's helpers
 again, so an ``install.sh`` default (``_write_env WINDOW "$WINDOW"``) never wins over them.
 
 :func:`tools_image` builds, once per image and bundle set, an image with every bundle installed
-while the network is on (``pip install flake8`` in ``install.sh``): the sandbox then runs with
-the network off, and sourcing ``install.sh`` again finds its packages already there.
+while the package indexes (and nothing else, :mod:`envs.images.buildnet`) are in reach
+(``pip install flake8`` in ``install.sh``): the sandbox then runs with the network off, and
+sourcing ``install.sh`` again finds its packages already there.
 """
 
 from __future__ import annotations
@@ -185,8 +186,8 @@ def _install_failure(name: str, output: str, result: Any) -> str:
     if any(word in tail for word in _OFFLINE_SIGNS):
         hint = (
             "\nIt needs the network, which the sandbox does not have: pgs installs tool bundles "
-            "with the network on while it prepares the sandbox's image (pgs run and pgs batch "
-            "do); elsewhere give the sandbox the network (--sandbox.network)."
+            "with the package indexes in reach while it prepares the sandbox's image (pgs run "
+            "and pgs batch do); elsewhere give the sandbox the network (--sandbox.network)."
         )
     return f"{head}:\n{tail}{hint}"
 
@@ -231,7 +232,7 @@ def sandbox_image(image: str, toolset: Toolset, status: Callable[[str], None]) -
         return image
     from envs.docker_util import docker_client
 
-    status("installing the tool bundles in the image, network on (cached after the first time)")
+    status("installing the tool bundles in the image (cached after the first time)")
     return tools_image(
         docker_client(),
         image,
@@ -249,7 +250,8 @@ def tools_image(
     env_variables: Mapping[str, str],
     registry: Mapping[str, Any],
 ) -> str:
-    """``image`` with ``bundles`` installed with the network on, built once and cached by tag."""
+    """``image`` with ``bundles`` installed with the package indexes in reach, built once and
+    cached by tag."""
     from envs.docker_util import labels
     from envs.errors import ImageBuildError
     from envs.images import Layer, digest, file_lock, image_exists
@@ -278,7 +280,7 @@ def tools_image(
                 layer.build(client, tag)
             except ImageBuildError as e:
                 raise ToolInstallError(
-                    f"preparing the tool bundles in {image} (network on) failed: {e}"
+                    f"preparing the tool bundles in {image} (package indexes in reach) failed: {e}"
                 ) from e
         finally:
             scratch.remove_tree(staging)

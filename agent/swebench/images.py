@@ -9,10 +9,11 @@ without changing a version the environment holds. ``pgs-sweb-<instance>:<hash12>
 repository in ``/testbed`` at ``base_commit`` (history back to its nearest tag, no later
 commit), runs the spec's ``pre_install`` and ``install``, and commits what the setup changed in
 tracked files
-(as the harness does) so the tree is clean. Both are built with the host's network, like the
-harness builds; every container of them runs with the network off. A ``conda`` no-op and an
-empty ``/opt/miniconda3/bin/activate`` let the harness's evaluation scripts, written for its
-conda images, run unchanged.
+(as the harness does) so the tree is clean. Both are built step by step as the harness builds,
+but with the package indexes (and the Debian mirror, for apt in ``pre_install``) in reach and
+nothing else (:mod:`envs.images.buildnet`); every container of them runs with the network off.
+A ``conda`` no-op and an empty ``/opt/miniconda3/bin/activate`` let the harness's evaluation
+scripts, written for its conda images, run unchanged.
 
 Images are cached per Docker daemon (per node of a Ray cluster). With a ``registry``
 (``--registry HOST:PORT``) they are shared: an image missing here is first pulled as

@@ -3,9 +3,23 @@
 Started once per sandbox (inside the container, or on the host for LocalSandbox). It reads one
 JSON request per line on stdin and writes one JSON reply per line on stdout. Each command runs
 as ``bash -c`` in a process group of its own, with the working directory and environment given
-in the request (no shell state carries over), and the whole group is killed when the command
-ends or times out, so background children never outlive it. Output is capped: the head and the
-tail are kept and the number of bytes dropped is reported.
+in the request (no shell state carries over). Output is capped: the head and the tail are kept
+and the number of bytes dropped is reported.
+
+Every process a command started ends with the command, whatever group or session it moved to
+(``setsid``, ``timeout``, ``set -m``, a double fork): the helper is a child subreaper
+(``prctl(PR_SET_CHILD_SUBREAPER)``), so an orphaned descendant is re-parented to the helper
+instead of to init, and the helper's process tree holds exactly what its commands started.
+When a command ends, times out or is cancelled, the helper freezes that tree (SIGSTOP, parents
+before children, until a scan of /proc finds nothing running and nothing new) and then kills
+it (SIGKILL), and reaps until it has no child left; a fork bomb cannot outrun it, because a
+stopped process cannot fork. Only the helper's own descendants are ever signalled, so on the
+host (LocalSandbox) no other process is touched (nor can a descendant that runs as another
+user, a setuid program, be: it is left). Why not a PID namespace or a cgroup: both need
+privileges the hardened container does not have (CAP_SYS_ADMIN, a writable cgroup tree), and
+neither exists for the local sandbox; a subreaper needs no privilege, works the same in both,
+and costs one ``waitpid`` per command when nothing was left behind. ``--no-contain`` turns this
+off (only the command's process group is killed, as before; for benchmarks).
 
 The helper lives exactly as long as its connection: at end of stdin (the owner closed the
 sandbox or died, SIGKILL included), even in the middle of a command, it kills that command's
@@ -17,6 +31,7 @@ whatever Python the repository uses.
 """
 import base64
 import collections
+import ctypes
 import json
 import os
 import selectors
@@ -116,6 +131,122 @@ def _kill_group(pgid):
         pass
 
 
+PR_SET_CHILD_SUBREAPER = 36
+#: Set by main(): True when the helper is a subreaper and ends every descendant of a command.
+CONTAIN = False
+#: The longest the helper spends ending a command's processes (one in uninterruptible sleep
+#: cannot be stopped or killed until it wakes); then the next request is served anyway.
+END_LIMIT = 20.0
+
+
+def _become_subreaper():
+    """True when orphaned descendants are now re-parented to this process (Linux 3.4+)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _signal(pid, sig):
+    """False when ``pid`` may not be signalled (a setuid program on the host runs as another
+    user); True otherwise, also when it has exited meanwhile."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:
+        return False
+    return True
+
+
+def _reap():
+    """Reap the helper's exited children; True when it has no child left at all.
+
+    With the helper a subreaper, no child means no descendant: every living descendant has
+    a living ancestor that is a child of the helper."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if pid == 0:
+            return False
+
+
+def _process_table():
+    """{pid: (parent pid, state letter)} of every process this helper can see in /proc."""
+    table = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:  # exited meanwhile
+            continue
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+        fields = stat[stat.rfind(b")") + 2:].split()
+        table[int(name)] = (int(fields[1]), fields[0][:1])
+    return table
+
+
+def _descendants(table, root):
+    """Descendants of ``root`` in ``table``, every parent before its children."""
+    children = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def end_descendants():
+    """Stop, then kill, every descendant of the helper; reap them. Returns how many there were.
+
+    One ``waitpid`` when there are none (the usual case). Otherwise: freeze the tree until a
+    scan finds every member stopped (a stopped process neither forks nor reaps its children,
+    so no pid about to be killed can be reused meanwhile by a process that is not ours), kill
+    it, reap, and start over until the helper has no child left or END_LIMIT has passed."""
+    if _reap():
+        return 0
+    me = os.getpid()
+    deadline = time.monotonic() + END_LIMIT
+    ended, untouchable = set(), set()
+    while time.monotonic() < deadline:
+        stopped = set()
+        while True:
+            table = _process_table()
+            tree = [p for p in _descendants(table, me) if p not in untouchable]
+            for pid in tree:
+                if pid not in stopped:
+                    if not _signal(pid, signal.SIGSTOP):
+                        untouchable.add(pid)
+                    stopped.add(pid)
+            tree = [p for p in tree if p not in untouchable]
+            if time.monotonic() >= deadline or all(table[p][1] in b"TtZX" for p in tree):
+                break
+            time.sleep(0.001)  # let the stops land
+        for pid in tree:
+            _signal(pid, signal.SIGKILL)
+        ended.update(tree)
+        pause = 0.0002
+        while time.monotonic() < deadline:
+            if _reap():
+                return len(ended)
+            left = [p for p in _descendants(_process_table(), me) if p not in untouchable]
+            if not left:
+                return len(ended)  # only what may not be signalled remains
+            if any(p not in ended for p in left):
+                break  # a child forked before its parent stopped: freeze again
+            time.sleep(pause)  # the killed are exiting; their zombies come to the helper
+            pause = min(pause * 2, 0.02)
+    return len(ended)
+
+
 def _pump(proc, buf, timeout):
     """Read the command's output until it ends or runs out of time; True when out of time.
 
@@ -125,6 +256,8 @@ def _pump(proc, buf, timeout):
     sel = selectors.DefaultSelector()
     sel.register(fd, selectors.EVENT_READ)
     sel.register(_in.fd, selectors.EVENT_READ)
+    if _child_exited is not None:
+        sel.register(_child_exited, selectors.EVENT_READ)
     output_open = True
     # Once the output has closed, the command may still be exiting (rm, git and env close
     # their output first): poll for its end, briefly at first, so it is not killed in that gap.
@@ -142,6 +275,9 @@ def _pump(proc, buf, timeout):
                 delay = min(delay * 2, 0.05)
                 events = sel.select(0)
             for key, _ in events:
+                if key.fd == _child_exited:
+                    _drop_wakeups()
+                    continue
                 if key.fd == _in.fd:
                     _in.fill()
                     if _in.take_cancel():
@@ -153,12 +289,65 @@ def _pump(proc, buf, timeout):
                 else:
                     sel.unregister(fd)
                     output_open = False
-            # Without output: a background child that left the group (setsid) may hold the
-            # pipe open after the command itself ended, so stop once the command is gone.
-            if (not output_open or not events) and proc.poll() is not None:
+            # Once the command itself is gone, what it left behind may hold the pipe open (or
+            # keep writing to it): the caller ends those, then reads what is left.
+            if proc.poll() is not None:
                 return False
     finally:
         sel.close()
+
+
+#: Readable when a child has exited (SIGCHLD through signal.set_wakeup_fd): the command's end
+#: wakes the pump at once even while something it left behind holds its output open.
+_child_exited = None
+
+
+def _watch_children():
+    global _child_exited
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    os.set_blocking(write_end, False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    try:
+        signal.set_wakeup_fd(write_end, warn_on_full_buffer=False)
+    except TypeError:  # Python 3.6 has no warn_on_full_buffer
+        signal.set_wakeup_fd(write_end)
+    _child_exited = read_end
+
+
+def _drop_wakeups():
+    try:
+        while os.read(_child_exited, 4096):
+            pass
+    except BlockingIOError:
+        pass
+
+
+def _drain(stream, buf, wait):
+    """Read what is left in the command's output, until end of file or ``wait`` seconds
+    without any (0: only what is there already)."""
+    fd = stream.fileno()
+    sel = selectors.DefaultSelector()
+    sel.register(fd, selectors.EVENT_READ)
+    stop = time.monotonic() + max(wait, 0.5)  # a writer that is still alive cannot hold us
+    try:
+        while time.monotonic() < stop:
+            if not sel.select(wait):
+                return
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            buf.add(chunk)
+    finally:
+        sel.close()
+
+
+def _end(proc):
+    """End the command and, when contained, every process it started; reap them."""
+    _kill_group(proc.pid)
+    proc.wait()
+    if CONTAIN:
+        end_descendants()
 
 
 class _Spawned(object):
@@ -246,10 +435,14 @@ def run(req):
 
     try:
         timed_out = _pump(proc, buf, timeout)
+        # The command is over, out of time or cancelled: end everything it started. Then no
+        # writer is left (when contained), and the rest of the output is read to its end.
+        _end(proc)
+        _drain(proc.stdout, buf, 2.0 if CONTAIN else 0.0)
+    except BaseException:  # Hangup: the owner is gone
+        _end(proc)
+        raise
     finally:
-        # The command is over, out of time or orphaned: end everything it started in its group.
-        _kill_group(proc.pid)
-        proc.wait()
         proc.stdout.close()
     data, truncated = buf.render()
     return {
@@ -296,7 +489,10 @@ def handle(req):
 def main():
     # Replies go through our own handle on the real stdout; nothing else may write there.
     sys.stdout = sys.stderr
-    reply({"id": None, "ready": True, "pid": os.getpid()})
+    global CONTAIN
+    CONTAIN = "--no-contain" not in sys.argv[1:] and _become_subreaper()
+    _watch_children()
+    reply({"id": None, "ready": True, "pid": os.getpid(), "contained": CONTAIN})
     try:
         while True:
             line = _in.readline().strip()

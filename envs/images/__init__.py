@@ -4,7 +4,8 @@ layer and the repository at one commit. The public API of the package; see the m
 - :mod:`envs.images.base`: base images (Debian's Python, a compiler, git);
 - :mod:`envs.images.detect`: what a repository needs, read from its files;
 - :mod:`envs.images.repo`: repository images;
-- :mod:`envs.images.common`: building layers with the host's network, the cache, locks;
+- :mod:`envs.images.common`: building layers, the cache, locks;
+- :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
 - :mod:`envs.images.git`: the repository as it goes into an image;
 - :mod:`envs.images.housekeeping`: listing and removing what pgs made.
 """

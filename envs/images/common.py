@@ -1,5 +1,5 @@
-"""What every image build shares: the cache folder, locks, recipes, ``docker build`` with the
-host's network and certificate authority, and what a failed build says."""
+"""What every image build shares: the cache folder, locks, recipes, layers built with only the
+package indexes in reach (:mod:`envs.images.buildnet`), and what a failed build says."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import json
 import os
 import re
 import shlex
-import shutil
+import tarfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envs import scratch
-from envs.docker_util import translate_errors
+from envs.docker_util import HOST_LABEL, PID_LABEL, STARTED_LABEL, translate_errors
 from envs.errors import DISK_FULL_HINT, DiskFull, ImageBuildError, looks_like_disk_full
 
 if TYPE_CHECKING:
@@ -35,28 +35,6 @@ VENV = "/opt/pgs/venv"
 OFFLINE_WHEELS = "/opt/pgs/wheels"
 #: pip, setuptools and wheel of a new environment: what a conda environment of late 2024 held.
 ENV_BOOTSTRAP = ("pip==24.2", "setuptools==75.1.0", "wheel==0.44.0")
-#: Where the host's certificate authority goes in a build (removed from nothing: it is public).
-CA_IN_IMAGE = "/etc/pgs-host-ca.crt"
-#: Host variables passed to builds so pip and apt reach the same index as the host.
-PASSED_ENV: tuple[str, ...] = (
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_TRUSTED_HOST",
-    "PIP_DEFAULT_TIMEOUT",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "no_proxy",
-)
-CA_VARIABLES = (
-    "PIP_CERT",
-    "SSL_CERT_FILE",
-    "REQUESTS_CA_BUNDLE",
-    "CURL_CA_BUNDLE",
-    "GIT_SSL_CAINFO",
-)
 
 
 def quiet(_: str) -> None:
@@ -131,16 +109,6 @@ def raise_build_error(step: str, output: str) -> None:
     raise ImageBuildError(step, output)
 
 
-def ca_bundle() -> str | None:
-    """The host's CA bundle: pip's own setting first, as the host reaches the index with it."""
-    for name in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
-        path = os.environ.get(name)
-        if path and Path(path).is_file():
-            return path
-    default = "/etc/ssl/certs/ca-certificates.crt"
-    return default if Path(default).is_file() else None
-
-
 def docker_build(
     client: docker.DockerClient,
     *,
@@ -185,11 +153,13 @@ def docker_build(
 
 @dataclass
 class Layer:
-    """One image built on another: files copied to ``/``, then shell steps, each named.
+    """One image made from another: files copied to ``/``, then shell steps, each named.
 
-    Steps run with the host's network and certificate authority (``network=True``, the way the
-    official SWE-bench harness builds) or with none; the image's containers never get the
-    network from this. A step is one shell command; a failure names it.
+    Built as ``docker create`` + one ``docker exec`` of the steps + ``docker commit`` (one
+    layer). With ``network=True`` the steps reach the package indexes and nothing else
+    (:mod:`envs.images.buildnet`); the build-time settings are given to the exec only, so
+    nothing of the host is stored in the layer, the image's config or its history. The image's
+    containers never get the network from this. A step is one shell command; a failure names it.
     """
 
     base: str
@@ -205,21 +175,6 @@ class Layer:
     #: Resolve against the package index as it was at this moment (ISO 8601, UTC), or today.
     index_moment: str | None = None
 
-    def dockerfile(self, with_root: bool) -> str:
-        # Few instructions: the classic builder commits a layer per instruction, which costs
-        # seconds each on a slow storage driver (fuse-overlayfs). Every file (the host's CA,
-        # the steps' script) comes in one COPY.
-        lines = [f"FROM {self.base}", "ARG " + " ".join((*PASSED_ENV, *CA_VARIABLES))]
-        if with_root:
-            lines.append("COPY root/ /")
-        if self.env:
-            lines.append("ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in self.env.items()))
-        lines.append(f"WORKDIR {self.workdir}")
-        if self.steps:
-            lines.append("RUN bash /tmp/pgs-steps.sh && rm -f /tmp/pgs-steps.sh")
-        lines.append(f"LABEL {label_text(self.labels)}")
-        return "\n".join(lines) + "\n"
-
     def script(self) -> str:
         """The steps as one bash script: each announced by its marker, the first failure ends it."""
         run = ["set -e"]
@@ -228,46 +183,124 @@ class Layer:
             run.append(f"( {command}\n)")
         return "\n".join(run) + "\n"
 
+    def changes(self, base_config: Mapping[str, Any]) -> list[str]:
+        """The image config a commit sets: the layer's ENV, WORKDIR and labels; the base's
+        entrypoint and command (the build container ran its own); the build container's owner
+        labels emptied (a commit keeps the container's labels; they name this host)."""
+        owner = dict.fromkeys((PID_LABEL, HOST_LABEL, STARTED_LABEL), "")
+        out = [f"WORKDIR {self.workdir}", f"LABEL {label_text({**owner, **self.labels})}"]
+        if self.env:
+            out.append("ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in self.env.items()))
+        if base_config.get("Entrypoint"):
+            out.append(f"ENTRYPOINT {json.dumps(base_config['Entrypoint'])}")
+        out.append(f"CMD {json.dumps(base_config.get('Cmd') or ['/bin/sh'])}")
+        return out
+
+    def _archive(self, path: Path) -> None:
+        """The files and folders as one tar, owned by root as COPY would make them."""
+
+        def as_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = 0
+            info.uname = info.gname = "root"
+            return info
+
+        with tarfile.open(path, "w") as tar:
+            for inside, data in self.files.items():
+                info = as_root(tarfile.TarInfo(inside.lstrip("/")))
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+            for inside, folder in self.folders.items():
+                tar.add(str(folder), arcname=inside.lstrip("/"), filter=as_root)
+
     def build(self, client: docker.DockerClient, tag: str) -> str:
+        from docker.types import Mount
+
+        from envs.docker_util import container_labels
+        from envs.images.buildnet import MOUNT, WAIT_FOR_RELAY, build_network
+
         builds = cache_dir() / "build"
         builds.mkdir(parents=True, exist_ok=True)
         context = scratch.mkdtemp("ctx-", builds)  # its owner in its name (envs.scratch)
+        container = None
         try:
-            ca = ca_bundle() if self.network else None
-            root = context / "root"
-            if ca:
-                (root / CA_IN_IMAGE.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(ca, root / CA_IN_IMAGE.lstrip("/"))
-            for inside, data in self.files.items():
-                target = root / inside.lstrip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            for inside, folder in self.folders.items():
-                target = root / inside.lstrip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(folder), str(target))
-            if self.steps:
-                (root / "tmp").mkdir(parents=True, exist_ok=True)
-                (root / "tmp").chmod(0o1777)  # COPY gives an existing folder this mode
-                (root / "tmp" / "pgs-steps.sh").write_text(self.script())
-            (context / "Dockerfile").write_text(self.dockerfile(with_root=root.is_dir()))
-            args = {n: os.environ[n] for n in PASSED_ENV if n in os.environ}
-            if ca:
-                args |= dict.fromkeys(CA_VARIABLES, CA_IN_IMAGE)
-            with ExitStack() as stack:
-                if self.index_moment and self.network:
-                    from envs.images.snapshot import index_snapshot
-
-                    args["PIP_INDEX_URL"] = stack.enter_context(index_snapshot(self.index_moment))
-                return docker_build(
-                    client,
-                    tag=tag,
-                    network_mode="host" if self.network else "none",
-                    path=str(context),
-                    buildargs=args,
+            context.chmod(0o755)
+            mount = context / "mount"
+            mount.mkdir()
+            prelude = WAIT_FOR_RELAY + "\n" if self.network else ""
+            (mount / "steps.sh").write_text(prelude + self.script())
+            archive = context / "files.tar"
+            self._archive(archive)
+            with (
+                translate_errors(f"build {tag}"),
+                build_network(mount, network=self.network, moment=self.index_moment) as net,
+            ):
+                base_config = client.images.get(self.base).attrs.get("Config") or {}
+                relay = f"python3 {MOUNT}/relay.py || python {MOUNT}/relay.py"
+                first = (
+                    f"({relay}) & exec sleep infinity" if self.network else "exec sleep infinity"
+                )
+                start = ["/bin/sh", "-c", first]
+                # The base's entrypoint is replaced only when it has one: a commit cannot reset
+                # an entrypoint to none (changes() restores the base's).
+                container = client.containers.create(
+                    self.base,
+                    **(
+                        {"entrypoint": start, "command": []}
+                        if base_config.get("Entrypoint")
+                        else {"command": start}
+                    ),
+                    network_mode="none",
+                    working_dir=self.workdir,
+                    mounts=[Mount(MOUNT, str(mount), type="bind", read_only=True)],
+                    labels={**container_labels(), **self.labels},
+                )
+                with open(archive, "rb") as handle:
+                    container.put_archive("/", handle)
+                archive.unlink()
+                container.start()
+                output = _exec(client, container.id, f"{MOUNT}/steps.sh", {**self.env, **net.env})
+                if output is not None:
+                    step = "docker build"
+                    for line in output.splitlines():
+                        if line.startswith(STEP_MARKER):
+                            step = line.removeprefix(STEP_MARKER).strip()
+                    if net.proxy is not None and net.proxy.refusals:
+                        output += "\nThe build's proxy refused: " + "; ".join(
+                            dict.fromkeys(net.proxy.refusals)
+                        )
+                    raise_build_error(f"build {tag}: {short(step)}", output)
+                container.stop(timeout=1)
+                repository, sep, version = tag.rpartition(":")
+                if not sep or "/" in version:  # no tag, or the colon of a registry's port
+                    repository, version = tag, "latest"
+                container.commit(
+                    repository=repository,
+                    tag=version,
+                    changes=self.changes(base_config),
+                    message=f"pgs: {len(self.steps)} build steps",
                 )
         finally:
+            if container is not None:
+                with suppress(Exception):
+                    container.remove(force=True)
             scratch.remove_tree(context)
+        image_id = image_exists(client, tag)
+        if image_id is None:
+            raise_build_error(f"build {tag}", "no image was produced")
+        assert image_id is not None
+        return image_id
+
+
+def _exec(
+    client: docker.DockerClient, container: str, script: str, env: Mapping[str, str]
+) -> str | None:
+    """Run ``script`` with bash in the container, ``env`` given to this command only; None
+    when it succeeds, else its output."""
+    exec_id = client.api.exec_create(container, ["bash", script], environment=dict(env))["Id"]
+    chunks = [c.decode(errors="replace") for c in client.api.exec_start(exec_id, stream=True)]
+    if client.api.exec_inspect(exec_id).get("ExitCode") == 0:
+        return None
+    return "".join(chunks)
 
 
 def venv_steps(python: str = "python3") -> list[str]:

@@ -71,7 +71,14 @@ class RepoImageSpec(BaseModel):
     )
     install: list[str] | None = Field(
         default=None,
-        description="shell commands run in /repo (network on) instead of the detected install",
+        description="shell commands run in /repo (package indexes in reach) instead of the "
+        "detected install",
+    )
+    run_install: bool = Field(
+        default=True,
+        description="run the repository's own install code while its image is built (setup.py, "
+        "its build backend, .pgs.yaml install commands); false: only its dependencies, from "
+        "requirement files and pyproject.toml metadata, and the source put on the path unbuilt",
     )
 
     @field_validator("python")
@@ -135,6 +142,9 @@ class DependencyPlan:
     extra_packages: tuple[str, ...] = ()
     #: ``name==version`` lines from the repository's lock file (empty without one).
     constraints: bytes = b""
+    #: The project's own requirements as pyproject.toml declares them ([project] dependencies
+    #: and those of the chosen extras): what is installed when its install code is not run.
+    project_requirements: tuple[str, ...] = ()
 
     @property
     def project_target(self) -> str | None:
@@ -160,11 +170,24 @@ class DependencyPlan:
     def _locked(self) -> str:
         return f" -c {LOCK_CONSTRAINTS}" if self.constraints else ""
 
-    def project_steps(self) -> list[str]:
-        """Steps of the repository layer, run in the repository."""
+    def project_steps(self, run_install: bool = True) -> list[str]:
+        """Steps of the repository layer, run in the repository. Without ``run_install`` no code
+        of the repository runs: its declared requirements are installed, and the repository
+        (and its ``src/``) put on the path by a ``.pth`` file, as an editable install would."""
         if self.project_target is None:
             return []
-        return [f"python -m pip install{self._locked} -e {shlex.quote(self.project_target)}"]
+        if run_install:
+            return [f"python -m pip install{self._locked} -e {shlex.quote(self.project_target)}"]
+        steps = []
+        if self.project_requirements:
+            words = " ".join(quote_requirement(r) for r in self.project_requirements)
+            steps.append(f"python -m pip install{self._locked} {words}")
+        purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        steps.append(
+            f'site=$(python -c "{purelib}") && pwd > "$site/pgs-repo.pth"'
+            ' && { [ ! -d src ] || echo "$PWD/src" >> "$site/pgs-repo.pth"; }'
+        )
+        return steps
 
 
 def _top_level(path: str, files: Mapping[str, bytes]) -> bool:
@@ -418,6 +441,12 @@ def detect_dependencies(files: Mapping[str, bytes], spec: RepoImageSpec) -> Depe
         else:
             wanted_extras |= set(_test_names(_declared_extras(files, pyproject)))
             extras = tuple(sorted(wanted_extras))
+    project = pyproject.get("project", {})
+    declared = [str(r) for r in project.get("dependencies", []) or []]
+    for extra in extras or ():
+        declared += [str(r) for r in project.get("optional-dependencies", {}).get(extra, [])]
+    # An extra naming the project itself (`demo[test]` in `all`) is the project: left out.
+    declared = [r for r in declared if not name or not _names_project(r, name)]
     build_requires = pyproject.get("build-system", {}).get("requires", [])
     if installable and not build_requires:
         build_requires = ["setuptools>=40.8.0", "wheel"]
@@ -429,7 +458,13 @@ def detect_dependencies(files: Mapping[str, bytes], spec: RepoImageSpec) -> Depe
         requires_python=_requires_python(files, pyproject),
         extra_packages=tuple(spec.pip_packages),
         constraints=lock_constraints(files),
+        project_requirements=tuple(dict.fromkeys(declared)),
     )
+
+
+def _names_project(requirement: str, name: str) -> bool:
+    match = re.match(r"^\s*([A-Za-z0-9._-]+)", requirement)
+    return match is not None and _canonical(match.group(1)) == name
 
 
 def choose_python(spec: RepoImageSpec, plan: DependencyPlan) -> str:

@@ -2,13 +2,14 @@
 
 ``pgs-env-<folder>:<hash12>`` is the base image of the chosen Python plus a venv at
 ``/opt/pgs/venv`` (first on PATH: ``python``, ``pip`` and the repository's test tools are its
-own) with the detected dependencies (:mod:`envs.images.detect`) installed, built with the host's
-network. It is keyed by the dependency files' contents, so a new commit that changes no
-dependency reuses it. ``pgs-repo-<folder>:<hash12>`` adds the repository at ``/repo`` (HEAD at the
-commit, history back to its nearest tag, no later commit), installs the project, keeps wheels of
-its build requirements for offline reinstalls, adds pytest and Hypothesis for the Tester without
-changing a version the environment holds, and ignores what the install left behind. Containers
-of these images run with the network off.
+own) with the detected dependencies (:mod:`envs.images.detect`) installed. It is keyed by the
+dependency files' contents, so a new commit that changes no dependency reuses it.
+``pgs-repo-<folder>:<hash12>`` adds the repository at ``/repo`` (HEAD at the commit, history back
+to its nearest tag, no later commit), installs the project (or, with ``run_install: false``,
+only its declared requirements), keeps wheels of its build requirements for offline reinstalls,
+adds pytest and Hypothesis for the Tester without changing a version the environment holds, and
+ignores what the install left behind. Both are built with the package indexes in reach and
+nothing else (:mod:`envs.images.buildnet`); containers of these images run with the network off.
 """
 
 from __future__ import annotations
@@ -111,12 +112,12 @@ def build_layered(
         return image_id, True
     with file_lock(env_tag.replace(":", "-").replace("/", "-")):
         if not image_exists(client, env_tag):
-            status(f"docker build {env_tag} (the environment; host network)")
+            status(f"docker build {env_tag} (the environment; package indexes only)")
             env.build(client, env_tag)
     with file_lock(repo_tag.replace(":", "-").replace("/", "-")):
         if image_id := image_exists(client, repo_tag):
             return image_id, True
-        status(f"docker build {repo_tag} (the repository; host network)")
+        status(f"docker build {repo_tag} (the repository; package indexes only)")
         return repo.build(client, repo_tag), False
 
 
@@ -133,6 +134,8 @@ def build_repo_image(
     """The image of ``repo`` at ``commit``, built only when no image with its hash exists.
 
     ``spec`` overrides ``.pgs.yaml`` field by field. The base image is built first if missing.
+    With ``run_install`` false no code of the repository runs: ``.pgs.yaml``'s install commands
+    are dropped (those of ``spec``, the user's own, still run) and the project is not built.
     """
     from envs.docker_util import docker_client
 
@@ -145,13 +148,15 @@ def build_repo_image(
     merged = RepoImageSpec.from_yaml(user_file.decode()) if user_file else RepoImageSpec()
     if spec is not None:
         merged = merged.overridden_by(spec)
+    if not merged.run_install and (spec is None or "install" not in spec.model_fields_set):
+        merged = merged.model_copy(update={"install": None})  # the repository's own: not run
     plan = detect_dependencies(files, merged)
     python = choose_python(merged, plan)
     client = client or docker_client()
     base = ensure_base_image(python, method=base_method, status=status, client=client)
 
     if merged.install is None:
-        env_steps, project_steps = plan.env_steps(), plan.project_steps()
+        env_steps, project_steps = plan.env_steps(), plan.project_steps(merged.run_install)
         deps = {f"{DEPS_DIR}/{p}": c for p, c in plan.requirement_files.items()}
     else:  # the user's commands replace what was detected; they need the source: repo layer
         env_steps = [s for s in plan.env_steps() if not s.startswith(f"cd {DEPS_DIR}")]

@@ -1,17 +1,21 @@
-"""The index as it was at a moment: a real HTTP upstream on 127.0.0.1, the proxy in front of it."""
+"""The index as it was at a moment: a real HTTP upstream on 127.0.0.1, the build proxy in front
+of it."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
-import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from envs.images.snapshot import JSON_TYPE, index_snapshot
+from envs.images.buildnet import SOCKET_NAME, build_network
+from envs.images.snapshot import JSON_TYPE
 
 PAGE = {
     "meta": {"api-version": "1.1"},
@@ -47,23 +51,33 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     server.server_close()
 
 
-def get(url: str, accept: str = JSON_TYPE) -> tuple[int, bytes]:
-    request = urllib.request.Request(url, headers={"Accept": accept})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, answer.read()
-    except urllib.error.HTTPError as e:
-        return e.code, b""
+def get(sock: Path, path: str, accept: str = JSON_TYPE) -> tuple[int, bytes]:
+    """A GET through the build proxy's Unix socket, as pip in a build container sends it."""
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(sock))
+        client.sendall(f"GET {path} HTTP/1.1\r\nAccept: {accept}\r\n\r\n".encode())
+        answer = b""
+        while chunk := client.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
 
 
-def test_files_uploaded_after_the_moment_are_hidden(upstream: str) -> None:
-    with index_snapshot("2025-01-01T00:00:00Z") as url:
-        status, body = get(f"{url}/docutils/")
+@contextmanager
+def snapshot(tmp_path: Path, moment: str) -> Iterator[Path]:
+    with build_network(tmp_path, network=True, moment=moment) as net:
+        assert net.env["PIP_INDEX_URL"] == "http://127.0.0.1:3128/i/0/simple"
+        yield tmp_path / SOCKET_NAME
+
+
+def test_files_uploaded_after_the_moment_are_hidden(upstream: str, tmp_path: Path) -> None:
+    with snapshot(tmp_path, "2025-01-01T00:00:00Z") as sock:
+        status, body = get(sock, "/i/0/simple/docutils/")
         assert status == 200
         assert [f["filename"] for f in json.loads(body)["files"]] == [
             "docutils-0.21.2-py3-none-any.whl"
         ]
-        assert get(f"{url}/nothing-here/")[0] == 404
-        assert get(f"{url}/docutils/", "text/html") == (200, b"<html>docutils</html>")
-    with index_snapshot("2026-01-01T00:00:00Z") as url:
-        assert len(json.loads(get(f"{url}/docutils/")[1])["files"]) == 2
+        assert get(sock, "/i/0/simple/nothing-here/")[0] == 404
+        assert get(sock, "/i/0/simple/docutils/", "text/html") == (200, b"<html>docutils</html>")
+    with snapshot(tmp_path, "2026-01-01T00:00:00Z") as sock:
+        assert len(json.loads(get(sock, "/i/0/simple/docutils/")[1])["files"]) == 2
