@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -434,7 +435,8 @@ build_repo_image(sys.argv[1], spec=spec, run_id=sys.argv[2])
 def test_a_build_killed_mid_step_leaves_no_clone_or_context_after_the_next_start(
     docker_client: Any, base_image: str, small_repo: Path, tmp_path: Path
 ) -> None:
-    cache = tmp_path / "cache"
+    # A short path: the build's proxy socket lives in the build context (AF_UNIX: 108 bytes).
+    cache = Path(tempfile.mkdtemp(prefix="pgs-t-", dir="/tmp"))
     builds = cache / "build"
     run = run_id()
     builder = python(BUILD_OWNER, str(small_repo), run, PGS_CACHE_DIR=str(cache))
@@ -457,3 +459,4 @@ def test_a_build_killed_mid_step_leaves_no_clone_or_context_after_the_next_start
     finally:
         kill(builder)
         remove_all(docker_client, f"{RUN_LABEL}={run}")
+        shutil.rmtree(cache)
