@@ -4,6 +4,13 @@ A :class:`Channel` is a pair of byte streams to one helper process: the Docker s
 the demultiplexed attach socket of its container, the local sandbox the pipes of a
 subprocess. :class:`HelperSandbox` implements the :class:`~envs.sandbox.Sandbox` operations on
 top of it, so both sandboxes behave the same way by construction.
+
+The channel is not trusted to carry only replies: a command can write to the helper's own
+stdout (``echo x > /proc/$PPID/fd/1``). A line that is not a reply, or text before a reply on
+its line, is logged as a warning and skipped; the reply is still read and the next command
+runs. A wait is bounded by one deadline, whatever arrives meanwhile, and an error says the
+time really waited; a helper that gave no answer in time leaves the sandbox closed (a late
+reply would answer the next request), so nothing waits on it again.
 """
 
 from __future__ import annotations
@@ -11,8 +18,10 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import logging
 import posixpath
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, Self
@@ -29,6 +38,13 @@ from envs.sandbox import (
 #: The line that stops the running command (the helper's CANCEL), and how long its reply may take.
 CANCEL = b"CANCEL\n"
 CANCEL_WAIT = 10.0
+#: Where a reply may start on a line that holds other text before it, and how many such places
+#: are tried (each try parses the rest of the line).
+OBJECT_START = b'{"'
+STARTS_TRIED = 8
+
+logger = logging.getLogger(__name__)
+
 #: Seconds a reply may lag behind the command's own time limit before the helper is presumed dead.
 REPLY_GRACE = 30.0
 
@@ -80,24 +96,61 @@ class HelperSandbox:
         self.contained = bool(hello.get("contained"))
 
     def _read_reply(self, timeout: float | None) -> dict[str, Any]:
+        """The next reply, within ``timeout`` seconds in all (None: no limit)."""
         assert self._channel is not None
-        try:
-            line = self._channel.readline(timeout)
-        except TimeoutError as e:
-            raise SandboxError(
-                f"the sandbox helper gave no answer within {timeout:.0f} s; the sandbox is "
-                "unusable, start a new one"
-            ) from e
-        if not line:
-            raise SandboxError(
-                "the sandbox helper stopped (the container was removed or ran out of memory); "
-                f"start a new sandbox. {self._helper_stderr()}".rstrip()
-            )
-        reply: dict[str, Any] = json.loads(line)
-        return reply
+        started = time.monotonic()
+        while True:
+            left = None if timeout is None else max(0.0, started + timeout - time.monotonic())
+            try:
+                line = self._channel.readline(left)
+            except TimeoutError as e:
+                waited = time.monotonic() - started
+                self._close_channel()  # its late reply would answer the next request
+                raise SandboxError(
+                    f"the sandbox helper gave no answer within {waited:.0f} s (is its container "
+                    "paused, or the machine overloaded?); the sandbox is unusable, start a new "
+                    "one"
+                ) from e
+            if not line:
+                raise SandboxError(
+                    "the sandbox helper stopped (the container was removed or ran out of "
+                    f"memory); start a new sandbox. {self._helper_stderr()}".rstrip()
+                )
+            reply = self._reply_in(line)
+            if reply is not None:
+                return reply
+
+    def _reply_in(self, line: bytes) -> dict[str, Any] | None:
+        """The reply a line holds (a JSON object with an ``id``), after any text a command
+        wrote before it on the same line; None (reported) when it holds none."""
+        start = 0 if line.startswith(OBJECT_START) else line.find(OBJECT_START)
+        for _ in range(STARTS_TRIED):
+            if start < 0:
+                break
+            try:
+                reply = json.loads(line[start:])
+            except ValueError:  # JSONDecodeError, UnicodeDecodeError
+                reply = None
+            if isinstance(reply, dict) and "id" in reply:
+                if start:
+                    self._stray(line[:start])
+                return reply
+            start = line.find(OBJECT_START, start + 1)
+        if line.strip():
+            self._stray(line)
+        return None
 
     def _helper_stderr(self) -> str:
         return ""
+
+    def _stray(self, text: bytes) -> None:
+        """Report what is no reply on the channel: a command wrote to the helper's stdout."""
+        logger.warning(
+            "ignored %d byte(s) on the sandbox helper's channel that are no reply (a command "
+            "wrote to the helper's own output?): %r",
+            len(text),
+            text[:200],
+        )
 
     def _call(self, op: str, *, wait: float | None, **fields: Any) -> dict[str, Any]:
         if self._channel is None:

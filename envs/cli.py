@@ -2,7 +2,8 @@
 
 ``register(subparsers)`` adds the ``env`` command to the main ``pgs`` parser; each handler is
 set as ``func`` and returns an exit code. :func:`user_errors` turns an :class:`EnvError` into
-one ``pgs: error: ...`` line on stderr and exit code 2; other commands may reuse it.
+one ``pgs: error: ...`` line on stderr and exit code 2 (3 for the machine's failures:
+:data:`envs.errors.INFRASTRUCTURE_ERRORS`); other commands may reuse it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from envs import images
-from envs.errors import EnvError
+from envs.errors import INFRASTRUCTURE_ERRORS, EnvError
 
-#: Exit code of a user error (bad input, Docker missing, a failed build step).
+#: Exit code of a user error (bad input, a bad option or config).
 USER_ERROR = 2
+#: Exit code of an infrastructure failure (Docker unreachable, a failed image build, disk full).
+INFRASTRUCTURE = 3
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -40,7 +43,7 @@ def user_errors(handler: Handler) -> Handler:
             return handler(args)
         except EnvError as e:
             print_error(str(e))
-            return USER_ERROR
+            return INFRASTRUCTURE if isinstance(e, INFRASTRUCTURE_ERRORS) else USER_ERROR
         except KeyboardInterrupt:
             print_error("interrupted")
             return 130

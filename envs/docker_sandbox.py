@@ -169,8 +169,16 @@ class _SocketChannel:
                 self._stdout += payload
 
     def readline(self, timeout: float | None) -> bytes:
-        self._sock.settimeout(timeout)
+        # One deadline for the line: bytes trickling in must not restart the wait.
+        deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self._stdout and not self._eof:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                self._sock.settimeout(left)
+            else:
+                self._sock.settimeout(None)
             self._fill()  # socket.timeout is a TimeoutError
         end = self._stdout.find(b"\n") + 1 or len(self._stdout)
         line = bytes(self._stdout[:end])

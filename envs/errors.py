@@ -11,6 +11,8 @@ the CLI prints ``str(error)`` and exits non-zero, never a traceback.
     ├── DiskFull                no space left on the device
     └── SandboxError            the sandbox itself failed (helper died, container gone)
         └── SandboxClosed       used after close()
+
+:data:`INFRASTRUCTURE_ERRORS` are the machine's failures, not the command's (exit code 3).
 """
 
 from __future__ import annotations
@@ -61,4 +63,13 @@ def looks_like_disk_full(text: str) -> bool:
 DISK_FULL_HINT = (
     "no space left on the device: free some disk (`pgs env prune` removes every pgs container "
     "and image; `docker system prune` removes other unused Docker data), then retry"
+)
+
+
+#: The machine failed, not the command: the CLI exits with 3 (``envs.cli.INFRASTRUCTURE``).
+INFRASTRUCTURE_ERRORS: tuple[type[EnvError], ...] = (
+    DockerUnavailable,
+    ImageBuildError,
+    DiskFull,
+    SandboxError,
 )

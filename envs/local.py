@@ -20,7 +20,6 @@ import queue
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, Field
 
+from envs import scratch
 from envs.channel import HelperSandbox, helper_source
 from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
@@ -131,7 +131,7 @@ class LocalSandbox(HelperSandbox):
                 f"{repo} is not a git repository: run `git init` there, or give --repo the "
                 "folder that holds .git"
             )
-        self._tmp = Path(tempfile.mkdtemp(prefix="pgs-local-"))
+        self._tmp = scratch.mkdtemp("pgs-local-")  # its owner in its name (envs.scratch)
         try:
             self.repo_path = str(self._tmp / "repo")
             self.home = str(self._tmp / "home")
@@ -149,7 +149,7 @@ class LocalSandbox(HelperSandbox):
             )
             self._attach(_PipeChannel(proc))
         except BaseException:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            scratch.remove_tree(self._tmp)
             raise
 
     def upload(self, local: Path, remote: str) -> None:
@@ -165,4 +165,4 @@ class LocalSandbox(HelperSandbox):
 
     def close(self) -> None:
         self._close_channel()
-        shutil.rmtree(self._tmp, ignore_errors=True)
+        scratch.remove_tree(self._tmp)

@@ -1,6 +1,10 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
 ``report``, ``inspect``, ``serve-script``; ``env`` from :mod:`envs.cli`). Every user mistake
-(:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2.
+(:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2; a failure of
+the machine (:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk)
+one line and 3; a run the loop ended with an error (:class:`agent.core.run.RunFailed`, its
+files written) one line and 1 (2 when that error is a mistake in the command, such as a tool
+bundle that fails to install). The codes are listed in :mod:`agent.core.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -14,6 +18,7 @@ Nothing outside this package imports it: what commands share lives where it belo
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import signal
 import sys
@@ -22,10 +27,22 @@ from collections.abc import Sequence
 from agent.cli import batch, demo, eval, inspect, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
-from agent.core.errors import INTERRUPTED, USER_ERRORS
+from agent.core.errors import (
+    COMMAND_MISTAKES,
+    INFRASTRUCTURE_ERRORS,
+    INTERRUPTED,
+    RUN_ENDED,
+    USER_ERRORS,
+)
+from agent.core.run import OutputNotWritten, RunFailed
 from agent.core.secrets import RedactingFilter, Redactor
-from envs.cli import USER_ERROR, print_error
+from envs import scratch
+from envs.cli import INFRASTRUCTURE, USER_ERROR
+from envs.cli import print_error as _print_error
 from envs.cli import register as register_env
+
+#: Write failures that are the machine's, not a bug: one line and exit code 3.
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 __all__ = ["EXAMPLES", "INTERRUPTED", "USER_ERRORS", "build_parser", "main", "make_example_repo"]
 
@@ -48,6 +65,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def print_error(text: str) -> None:
+    """One ``pgs: error:`` line, the host's secret values redacted."""
+    _print_error(Redactor.from_env().redact(text))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -57,13 +79,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for handler in logging.getLogger().handlers:  # log lines hold the host's secrets redacted
         handler.addFilter(RedactingFilter())
+    scratch.reap_at_startup()  # what killed pgs processes left in $TMPDIR and the cache
     received: list[signal.Signals] = []
     try:
         with stop_signals(received):
             code: int = args.func(args)
+    except RunFailed as e:
+        logging.getLogger(__name__).debug("the run failed", exc_info=e.__cause__)
+        print_error(str(e))
+        return USER_ERROR if isinstance(e.__cause__, COMMAND_MISTAKES) else RUN_ENDED
+    except INFRASTRUCTURE_ERRORS as e:
+        if isinstance(e, OutputNotWritten) and e.submission:  # the patch is not lost
+            print(e.submission, end="" if e.submission.endswith("\n") else "\n")
+        print_error(str(e))
+        return INFRASTRUCTURE
     except USER_ERRORS as e:
-        print_error(Redactor.from_env().redact(str(e)))
+        print_error(str(e))
         return USER_ERROR
+    except OSError as e:
+        if e.errno not in FULL_OR_READ_ONLY:
+            raise
+        # A write that failed outside a run's own results (a batch's preds.json, a report).
+        print_error(f"cannot write {e.filename or 'a file'} ({e.strerror}): free some space")
+        return INFRASTRUCTURE
     except KeyboardInterrupt:
         by = f" by {received[0].name}" if received and received[0] != signal.SIGINT else ""
         print_error(f"interrupted{by}")

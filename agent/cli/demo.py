@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from agent.cli.run import run_with_progress
 from agent.core.config import load_config
 from agent.core.run import InputError, load_issue
+from envs import scratch
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -56,7 +56,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from agent.models.scripted import ScriptedServer
 
     example = EXAMPLES / "median"
-    with tempfile.TemporaryDirectory(prefix="pgs-demo-") as tmp:
+    with scratch.temporary_directory("pgs-demo-") as tmp:
         repo = make_example_repo(Path(tmp) / "stats")
         task = load_issue(str(example / "issue.md"), repo)
         overrides: dict[str, Any] = {"sandbox": {"type": args.sandbox}}

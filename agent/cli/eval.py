@@ -12,6 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from agent.core.run import check_writable
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
 from agent.swebench.evaluate import Outcome, evaluate, load_predictions
 from agent.swebench.executors import add_executor_flags, make_executor
@@ -97,6 +98,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise InstanceError(f"no prediction in {args.predictions} matches an instance")
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     report_dir = args.report_dir or Path("logs") / "run_evaluation" / run_id
+    check_writable(report_dir)  # before any image is pulled or built
     envs = Environments(
         args.repos_dir,
         parse_python_map(args.python_map),

@@ -26,6 +26,7 @@ from agent.core.run import (
     apply_patch,
     check_output_dir,
     check_repo,
+    check_writable,
     default_output_dir,
     load_issue,
     output_paths,
@@ -174,6 +175,7 @@ def setup_spec(
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     output_dir = args.output_dir or default_output_dir(config.model.name)
+    check_writable(output_dir)  # before a clone or an image is made for nothing
     image_spec = setup_spec(args.setup, config, run_install=not args.no_repo_install)
     github = github_config(args)
     hooks: list[RunHook] = []
@@ -266,6 +268,7 @@ def run_with_progress(
     """:func:`run_task` with the spinner and the report (:class:`TerminalHook`) first, then
     ``hooks``."""
     check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
+    check_writable(output_dir)
     terminal = TerminalHook()
     try:
         return run_task(task, config, output_dir, hooks=[terminal, *hooks])

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-import shlex
 
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
@@ -139,13 +138,92 @@ def _strip_heredocs(command: str) -> str:
 def _tokens(command: str) -> list[str]:
     lines = _strip_heredocs(command).split("\n")
     text = " ; ".join(line for line in lines if not line.lstrip().startswith("#"))
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
     try:
-        return list(lexer)
+        return shell_words(text)
     except ValueError:  # unbalanced quotes: fall back to a rough split
         return re.findall(r"[;&|()]+|[^\s;&|()]+", text)
+
+
+_WHITESPACE = " \t\r\n"
+_PUNCTUATION = "();<>|&"
+_QUOTES = "'\""
+_PLAIN_RUN = re.compile(r"[^ \t\r\n'\"\\();<>|&]+")
+_PUNCTUATION_RUN = re.compile(r"[();<>|&]+")
+_DOUBLE_QUOTED_RUN = re.compile(r'[^"\\]+')
+
+
+def shell_words(text: str) -> list[str]:
+    """The words and operators of ``text`` as ``shlex.shlex(text, posix=True,
+    punctuation_chars=True)`` with ``whitespace_split`` and no comment characters splits them
+    (ValueError on an unclosed quote or a trailing backslash), in linear time: shlex grows each
+    token one character at a time, which is quadratic in the length of a word (a 1 MB
+    argument took 13 s, 10 MB would take hours). Runs of plain characters are taken at once."""
+    words: list[str] = []
+    token: list[str] = []
+    quoted = False
+    state, escaped_from = " ", " "
+    i, n = 0, len(text)
+    while True:
+        if state in " ac" and i < n:  # the common case: a run of plain characters at once
+            plain = (_PUNCTUATION_RUN if state == "c" else _PLAIN_RUN).match(text, i)
+            if plain:
+                state = "a" if state == " " else state
+                token.append(plain.group())
+                i = plain.end()
+                continue
+        elif state == "'" and i < n:
+            end = text.find("'", i)
+            end = n if end < 0 else end
+            token.append(text[i:end])
+            i = end
+        elif state == '"' and i < n:
+            run = _DOUBLE_QUOTED_RUN.match(text, i)
+            if run:
+                token.append(run.group())
+                i = run.end()
+        char = text[i] if i < n else ""
+        i += 1
+        if state == " ":
+            if not char:
+                return words
+            if char == "\\":
+                escaped_from, state = "a", char
+            elif char in _QUOTES:
+                state = char
+            elif char not in _WHITESPACE:
+                token, state = [char], "c" if char in _PUNCTUATION else "a"
+        elif state in _QUOTES:
+            quoted = True
+            if not char:
+                raise ValueError("No closing quotation")
+            if char == state:
+                state = "a"
+            elif char == "\\" and state == '"':
+                escaped_from, state = state, char
+            else:
+                token.append(char)
+        elif state == "\\":
+            if not char:
+                raise ValueError("No escaped character")
+            # Within double quotes a backslash escapes only the quote and itself.
+            if escaped_from in _QUOTES and char not in ("\\", escaped_from):
+                token.append("\\")
+            token.append(char)
+            state = escaped_from
+        else:  # in a word ("a") or a run of operators ("c")
+            ends_word = not char or char in _WHITESPACE
+            if not ends_word and state == "a" and char in _QUOTES:
+                state = char
+            elif not ends_word and state == "a" and char == "\\":
+                escaped_from, state = "a", char
+            else:  # a space, the end, or an operator after a word (or a word after one)
+                if not ends_word:
+                    i -= 1  # read this character again as the start of the next token
+                if token or quoted:
+                    words.append("".join(token))
+                token, quoted, state = [], False, " "
+                if not char:
+                    return words
 
 
 def _simple_commands(command: str) -> list[tuple[list[str], bool]]:

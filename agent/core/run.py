@@ -1,11 +1,20 @@
 """One task from start to finish: check the inputs, open the sandbox, run the Generator, write
-``<id>.traj``, ``<id>.patch`` and ``<id>.pred`` under the output folder."""
+``<id>.traj``, ``<id>.patch`` and ``<id>.pred`` under the output folder.
+
+Once the Generator has started, the three files are written whatever ends the run (a submission,
+a limit, an error, an interrupt), with the diff so far. A run the loop ended with an error raises
+:class:`RunFailed` (its cause chained), an interrupt stays a KeyboardInterrupt; a result file
+that cannot be written (disk full, a read-only folder) raises :class:`OutputNotWritten`, naming
+what was kept. :func:`check_writable` refuses an output folder pgs cannot write, before any
+image work."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
+import os
 import posixpath
 import re
 import shlex
@@ -24,7 +33,7 @@ from agent.core.secrets import Redactor
 from agent.core.toolenv import sandbox_image
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory, write_atomic
-from agent.models import GlobalStats, get_model
+from agent.models import GlobalStats, ModelError, get_model
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
@@ -41,6 +50,33 @@ logger = logging.getLogger(__name__)
 
 class InputError(ValueError):
     """A repository, issue or option the user must fix; the message says how."""
+
+
+class RunFailed(RuntimeError):
+    """An error ended the run once the Generator had started (its exit status: ``exit_error``);
+    its ``.traj``, ``.patch`` and ``.pred`` hold the work so far. ``str()`` is the error and
+    where the work is; ``.result`` is the run's result."""
+
+    def __init__(self, error: BaseException, result: RunResult, folder: Path) -> None:
+        known = (InputError, EnvError, ModelError)
+        what = str(error) if isinstance(error, known) else f"{type(error).__name__}: {error}"
+        self.result = result
+        super().__init__(
+            f"{what} (exit status {result.exit_status}; the work so far is in {folder})"
+        )
+
+
+class OutputNotWritten(RuntimeError):
+    """A result file could not be written (disk full, a read-only folder). ``str()`` names the
+    file, the reason and what was kept; ``.submission`` is the patch, for the caller to show."""
+
+    def __init__(self, path: Path, error: OSError, kept: list[str], submission: str) -> None:
+        self.submission = submission
+        saved = ", ".join(kept) or "nothing"
+        super().__init__(
+            f"cannot write {path} ({error.strerror or error}): kept {saved}; free some space "
+            "or choose another --output-dir"
+        )
 
 
 @dataclass(frozen=True)
@@ -246,6 +282,64 @@ def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> 
         path.unlink()
 
 
+def check_writable(output_dir: Path) -> None:
+    """Refuse an output folder pgs cannot create or write in (read-only, a file in the way, no
+    permission, full), before any image work: a run that cannot keep its results is not
+    started. A probe file is created, written and removed, and so are the folders made for it."""
+    folder = Path(output_dir).absolute()
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    probe = folder / f".pgs-write-check-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600)
+        try:
+            os.write(fd, b"x" * 4096)  # a folder on a full disk still takes an empty file
+        finally:
+            os.close(fd)
+            probe.unlink(missing_ok=True)
+        for path in made:  # deepest first; the run makes them again
+            path.rmdir()
+    except OSError as e:
+        reason = "a file is in the way" if e.errno in (errno.EEXIST, errno.ENOTDIR) else None
+        raise InputError(
+            f"cannot write results in {folder} ({reason or e.strerror or e}): pass a writable "
+            "--output-dir"
+        ) from None
+
+
+def write_results(
+    paths: dict[str, Path], task: Task, config: RunConfig, traj: Trajectory, submission: str
+) -> None:
+    """Write the ``.traj``, the ``.patch`` and the ``.pred``, each tried even when one before it
+    failed (a full disk may still take a small file); a failure raises
+    :class:`OutputNotWritten`, naming the first file not written and what was kept."""
+    pred = {
+        "instance_id": task.instance_id,
+        "model_name_or_path": config.model.name,
+        "model_patch": submission,
+        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
+    }
+    redact = traj.redactor.redact  # no host secret in any file (agent.core.secrets)
+    kept: list[str] = []
+    writes = [
+        (paths["traj"], traj.save),
+        (paths["patch"], lambda: write_atomic(paths["patch"], redact(submission))),
+        (paths["pred"], lambda: write_atomic(paths["pred"], redact(json.dumps(pred, indent=1)))),
+    ]
+    failed: tuple[Path, OSError] | None = None
+    for path, write in writes:
+        try:
+            write()
+        except OSError as e:
+            failed = failed or (path, e)
+            if path == paths["traj"] and path.exists():
+                kept.append(f"{path.name} as of an earlier step")
+            continue
+        kept.append(path.name)
+    if failed is not None:
+        raise OutputNotWritten(failed[0], failed[1], kept, submission) from failed[1]
+
+
 def make_reviewer(
     config: RunConfig,
     task: Task,
@@ -312,6 +406,7 @@ def run_task(
         forfeit_tools=config.tools.forfeit_tools,
     )
     sandbox = open_sandbox(config, task.repo, run_id, hook, task.image_spec, toolset)
+    agent: Agent | None = None
     try:
         hook.on_status("the agent is working")
         reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, hook)
@@ -328,20 +423,41 @@ def run_task(
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:
             write_atomic(paths["properties"], redactor.redact(reviewer.properties_patch()))
-    except BaseException:
+    except BaseException as e:
         close_after_error(sandbox)
+        if agent is None:  # the Generator never started: no exit status, nothing to keep
+            raise
+        _keep_work_after(e, task, config, traj, paths)
         raise
     sandbox.close()
-    write_atomic(paths["patch"], redactor.redact(result.submission))
-    pred = {
-        "instance_id": task.instance_id,
-        "model_name_or_path": config.model.name,
-        "model_patch": result.submission,
-        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
-    }
-    write_atomic(paths["pred"], redactor.redact(json.dumps(pred, indent=1)))
+    write_results(paths, task, config, traj, result.submission)
     hook.on_done(result, paths)
     return result
+
+
+def _keep_work_after(
+    error: BaseException, task: Task, config: RunConfig, traj: Trajectory, paths: dict[str, Path]
+) -> None:
+    """Write the results of a run the loop ended with ``error`` (its exit status and the diff
+    so far are in ``traj.info``); raise :class:`RunFailed` for an error. An interrupt is left
+    to propagate: a file that cannot be written then is only a warning."""
+    submission = str(traj.info.get("submission") or "")
+    try:
+        write_results(paths, task, config, traj, submission)
+    except OutputNotWritten as unwritten:
+        if not isinstance(error, Exception):
+            logger.warning("%s", unwritten)
+            return
+        raise unwritten from error
+    if isinstance(error, Exception):
+        status = str(traj.info.get("exit_status") or "exit_error")
+        result = RunResult(
+            exit_status=status,
+            submission=submission,
+            steps=int(traj.info.get("steps") or 0),
+            trajectory=traj,
+        )
+        raise RunFailed(error, result, paths["traj"].parent) from error
 
 
 def usage(result: RunResult) -> dict[str, float]:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envs import scratch
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 if TYPE_CHECKING:
@@ -262,7 +262,7 @@ def tools_image(
     with file_lock(f"tools-{key}"):
         if image_exists(client, tag):
             return tag
-        staging = Path(tempfile.mkdtemp(prefix="pgs-bundles-"))
+        staging = scratch.mkdtemp("pgs-bundles-")
         try:
             folders: dict[str, Path] = {}
             for bundle in bundles:
@@ -283,7 +283,7 @@ def tools_image(
                     f"preparing the tool bundles in {image} (package indexes in reach) failed: {e}"
                 ) from e
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            scratch.remove_tree(staging)
     return tag
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import base64
 import os
-import tempfile
 from pathlib import Path
 
 import git
 
 from agent.core.run import InputError
 from agent.github.client import GitHubError, Repository
+from envs import scratch
 
 
 def git_env(url: str, token: str | None) -> dict[str, str]:
@@ -78,7 +78,7 @@ def commit_patch(repo: Path, patch: str, message: str) -> str:
     if not patch.strip():
         raise InputError("the run produced an empty patch: nothing to commit")
     handle = git.Repo(repo)
-    with tempfile.TemporaryDirectory(prefix="pgs-index-") as tmp:
+    with scratch.temporary_directory("pgs-index-") as tmp:
         patch_file = Path(tmp) / "agent.patch"
         patch_file.write_text(patch if patch.endswith("\n") else patch + "\n")
         env = {**os.environ, "GIT_INDEX_FILE": str(Path(tmp) / "index")}

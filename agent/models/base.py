@@ -13,6 +13,8 @@ and each message is one sentence that says what to do::
     ├── Unreachable                       connection refused, DNS or timeout, after retries
     ├── RateLimited                       429, still after all retries
     ├── ServerError                       5xx, still after all retries
+    ├── MalformedResponse                 an answer that is no chat completion (HTML, truncated
+    │                                     JSON, no message, non-numeric usage), after retries
     ├── BadRequest                        any other 4xx (never retried)
     │   └── ContextWindowExceeded         the conversation is too long ("exit_context")
     ├── CostLimitExceeded                 a cost or call limit was reached ("exit_cost");
@@ -41,6 +43,7 @@ __all__ = [
     "CostLimitExceeded",
     "CostLimitName",
     "GlobalStats",
+    "MalformedResponse",
     "Model",
     "ModelClassError",
     "ModelConfig",
@@ -105,6 +108,10 @@ class RateLimited(ModelError):
 
 class ServerError(ModelError):
     """The server kept failing (HTTP 5xx) after all retries."""
+
+
+class MalformedResponse(ModelError):
+    """The server answered, but not with a chat completion (retried like a 5xx)."""
 
 
 class BadRequest(ModelError):

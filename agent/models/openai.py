@@ -2,11 +2,13 @@
 scripted server in `agent.models.scripted`).
 
 Errors from the `openai` package never escape: they are translated here into the tree drawn in
-`agent.models.base`. Transient failures (429, 408, 409, 5xx, connection errors, timeouts) are
-retried here with tenacity, exponential backoff and `Retry-After` honoured; the `openai`
-client's own retries are off (`max_retries=0`) so that every attempt is ours and counted. The
-API key is read from the environment variable named by `ModelConfig.api_key_env` at call time
-and never stored in the config, a trajectory, a log record or an exception message.
+`agent.models.base`. Transient failures (429, 408, 409, 5xx, connection errors, timeouts, and
+an answer that is no chat completion: an HTML page, truncated JSON, a choice without a message,
+non-numeric usage) are retried here with tenacity, exponential backoff and `Retry-After`
+honoured; the `openai` client's own retries are off (`max_retries=0`) so that every attempt is
+ours and counted. The API key is read from the environment variable named by
+`ModelConfig.api_key_env` at call time and never stored in the config, a trajectory, a log
+record or an exception message.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from agent.models.base import (
     BadRequest,
     ContextWindowExceeded,
     GlobalStats,
+    MalformedResponse,
     ModelConfig,
     ModelError,
     ModelNotFound,
@@ -64,7 +67,7 @@ def _warn_unpriced_once(name: str) -> None:
 
 
 def _is_transient(exc: BaseException) -> bool:
-    if isinstance(exc, openai.APIConnectionError):  # includes timeouts
+    if isinstance(exc, MalformedResponse | openai.APIConnectionError):  # includes timeouts
         return True
     if isinstance(exc, openai.APIStatusError):
         return is_transient_status(exc.status_code)
@@ -114,10 +117,15 @@ class OpenAIModel:
         """Ask the model once (retrying transient failures); update stats; return its answer."""
         check_limits(self.config, self.stats, self.global_stats)
         try:
-            completion = self._retrying()(self._create, messages, tools)
+            response = self._retrying()(self._attempt, messages, tools)
         except openai.OpenAIError as exc:
             raise self._translate(exc) from _chain(exc)
-        response = self._parse(completion)
+        except MalformedResponse as exc:
+            raise MalformedResponse(
+                f"{self.base_url} answered {self.config.retries.attempts} time(s) with something "
+                f"that is not a chat completion (last: {exc}): check that --base-url is an "
+                "OpenAI-compatible API (it usually ends in /v1) and the server's logs"
+            ) from None
         record_usage(self.stats, self.global_stats, response)
         return response
 
@@ -141,6 +149,8 @@ class OpenAIModel:
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
         status = getattr(exc, "status_code", None) or type(exc).__name__
+        if isinstance(exc, MalformedResponse):
+            status = str(exc)
         logger.warning(
             "model call to %s failed (%s), attempt %d of %d; retrying in %.2fs",
             self.base_url,
@@ -149,6 +159,20 @@ class OpenAIModel:
             self.config.retries.attempts,
             wait,
         )
+
+    def _attempt(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> ModelResponse:
+        """One call and its answer read; an answer that is no chat completion raises
+        MalformedResponse (retried) saying what was wrong with it."""
+        try:
+            completion = self._create(messages, tools)
+        except ValueError as exc:  # the body is not JSON (json.JSONDecodeError, bad UTF-8)
+            raise MalformedResponse(f"a body that is not JSON: {exc}") from None
+        try:
+            return self._parse(completion)
+        except (AttributeError, TypeError, ValueError) as exc:  # fields of the wrong type
+            raise MalformedResponse(f"{type(exc).__name__}: {exc}") from None
 
     def _create(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         cfg = self.config
@@ -167,18 +191,30 @@ class OpenAIModel:
         return self._client.chat.completions.create(**kwargs)
 
     def _parse(self, completion: Any) -> ModelResponse:
-        if not completion.choices:
-            raise ModelError(f"{self.base_url} answered with no choices: check the server")
-        choice = completion.choices[0]
+        # The client builds its models without validating them: check every field read here.
+        if isinstance(completion, str):  # a body that is not JSON (an HTML page)
+            raise MalformedResponse(f"a body that is not JSON: {completion[:80]!r}")
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedResponse("no choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        if message is None:
+            raise MalformedResponse("a choice without a message")
+        if not isinstance(message.content, str | None):
+            raise MalformedResponse("a message whose content is not text")
         calls = []
-        for tc in choice.message.tool_calls or []:
+        for tc in message.tool_calls or []:
             if tc.type == "function":
-                calls.append(ToolCall.parse(tc.id, tc.function.name, tc.function.arguments))
+                name, arguments = tc.function.name, tc.function.arguments
             else:  # a custom (free-text) tool call
-                calls.append(ToolCall.parse(tc.id, tc.custom.name, tc.custom.input))
+                name, arguments = tc.custom.name, tc.custom.input
+            if not isinstance(name, str) or not isinstance(arguments, str):
+                raise MalformedResponse("a tool call without a name or arguments")
+            calls.append(ToolCall.parse(str(tc.id), name, arguments))
         usage = completion.usage
-        sent = usage.prompt_tokens if usage else 0
-        received = usage.completion_tokens if usage else 0
+        sent = _token_count(usage.prompt_tokens if usage else 0)
+        received = _token_count(usage.completion_tokens if usage else 0)
         price = self.config.price()
         if price is None:
             _warn_unpriced_once(self.config.name)
@@ -186,7 +222,7 @@ class OpenAIModel:
         else:
             cost = (sent * price[0] + received * price[1]) / 1_000_000
         return ModelResponse(
-            content=choice.message.content or "",
+            content=message.content or "",
             tool_calls=calls,
             tokens_sent=sent,
             tokens_received=received,
@@ -245,6 +281,16 @@ class OpenAIModel:
         if served:
             return "pass one of the served models with --model: " + ", ".join(served[:10])
         return f"list the served models with `curl {self.base_url}/models`"
+
+
+def _token_count(value: Any) -> int:
+    """A usage field as a count: absent is 0 (some servers leave one out), a number that is no
+    count (text, negative) makes the answer malformed."""
+    if value is None:
+        return 0
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < 1e12:
+        return int(value)
+    raise MalformedResponse(f"non-numeric usage ({value!r})")
 
 
 def _server_message(exc: openai.APIStatusError) -> str:

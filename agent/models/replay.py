@@ -10,6 +10,8 @@ the answers are the ones `OpenAIModel` gets from that server, without HTTP:
 - an error step raises what `OpenAIModel` raises for that HTTP status; transient ones (408,
   409, 429, 5xx) are retried up to `retries.attempts`, each retry taking the next step, with no
   wait (Retry-After is ignored: replays are instant);
+- a raw step (a body the server would send verbatim) is an answer that is no chat completion:
+  retried as a transient error, then `MalformedResponse`;
 - a script that runs out raises `BadRequest` "script exhausted after N replies";
 - the cost and call limits of the config apply as they do to `OpenAIModel`.
 
@@ -28,6 +30,7 @@ from agent.models.base import (
     BadRequest,
     ContextWindowExceeded,
     GlobalStats,
+    MalformedResponse,
     ModelConfig,
     ModelError,
     ModelNotFound,
@@ -43,6 +46,7 @@ from agent.models.base import (
 )
 from agent.models.script import (
     ErrorReply,
+    RawReply,
     Reply,
     ScriptError,
     ScriptSource,
@@ -53,6 +57,13 @@ from agent.models.script import (
 )
 
 __all__ = ["ReplayModel"]
+
+
+def _is_transient(step: Step | str) -> bool:
+    """Retried as `OpenAIModel` retries it: 408, 409, 429, 5xx, and a malformed answer."""
+    if isinstance(step, ErrorReply):
+        return is_transient_status(step.error)
+    return isinstance(step, RawReply)
 
 
 class ReplayModel:
@@ -91,9 +102,7 @@ class ReplayModel:
         # Transient errors are retried as OpenAIModel retries them, each retry a new step.
         attempts, attempt = self.config.retries.attempts, 1
         step = self._next_step(request)
-        while (
-            isinstance(step, ErrorReply) and is_transient_status(step.error) and attempt < attempts
-        ):
+        while _is_transient(step) and attempt < attempts:
             attempt += 1
             step = self._next_step(request)
         if not isinstance(step, Reply):
@@ -125,9 +134,14 @@ class ReplayModel:
             finish_reason="tool_calls" if step.tool_calls else "stop",
         )
 
-    def _error(self, step: ErrorReply | str, attempts: int) -> ModelError:
+    def _error(self, step: ErrorReply | RawReply | str, attempts: int) -> ModelError:
         """The error `OpenAIModel` raises for this answer of the scripted server."""
         where = self.where
+        if isinstance(step, RawReply):
+            return MalformedResponse(
+                f"{where} answered {attempts} time(s) with something that is not a chat "
+                f"completion: {step.raw[:80]!r}"
+            )
         if isinstance(step, str):  # exhausted, or the policy gave no step: the server's 400
             return BadRequest(f"{where} rejected the request: {step}")
         status, message = step.error, step.message or f"HTTP {step.error}"

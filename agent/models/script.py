@@ -6,8 +6,10 @@ A script is one of:
   steps are consumed in order. A step is a reply
   `{content: "...", tool_calls: [{name: ..., arguments: {...}}]}` (arguments may also be a raw
   string, sent verbatim) or an HTTP error to inject
-  `{error: 429, retry_after: 0, message: ..., code: ...}`. When the steps run out the answer is
-  an error "script exhausted after N replies";
+  `{error: 429, retry_after: 0, message: ..., code: ...}`, or a raw body to answer with
+  verbatim `{raw: "<html>...", status: 200, content_type: text/html}` (a malformed answer, as a
+  misconfigured proxy or a broken server sends). When the steps run out the answer is an error
+  "script exhausted after N replies";
 - a policy: a callable `policy(request_json) -> step | None`, given directly or loaded from
   `module:function`, `file.py` (its function `policy`) or `file.py:function`; it is given the
   chat completion request body (`model`, `messages`, `tools`);
@@ -37,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 __all__ = [
     "ErrorReply",
     "Policy",
+    "RawReply",
     "Reply",
     "Script",
     "ScriptError",
@@ -90,17 +93,29 @@ class ErrorReply(BaseModel):
     )
 
 
-Step = Reply | ErrorReply
+class RawReply(BaseModel):
+    """A body sent verbatim (for tests of malformed answers: HTML, truncated JSON, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    raw: str = Field(description="The body, sent as it is.")
+    status: int = Field(default=200, ge=100, le=599, description="HTTP status code.")
+    content_type: str = Field(default="application/json", description="Content-Type header.")
+
+
+Step = Reply | ErrorReply | RawReply
 Policy = Callable[[dict[str, Any]], Any]
 
 
 def parse_step(raw: Any, where: str = "step") -> Step:
     """Validate one step; a bad one raises ScriptError naming `where` and the field."""
-    if isinstance(raw, Reply | ErrorReply):
+    if isinstance(raw, Reply | ErrorReply | RawReply):
         return raw
     if not isinstance(raw, dict):
         raise ScriptError(f"{where}: expected a mapping, got {type(raw).__name__}")
-    kind: type[Reply] | type[ErrorReply] = ErrorReply if "error" in raw else Reply
+    kind: type[Reply] | type[ErrorReply] | type[RawReply] = (
+        ErrorReply if "error" in raw else RawReply if "raw" in raw else Reply
+    )
     try:
         return kind.model_validate(raw)
     except ValidationError as exc:

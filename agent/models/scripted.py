@@ -29,6 +29,7 @@ from typing import Any
 
 from agent.models.script import (
     ErrorReply,
+    RawReply,
     Reply,
     ScriptError,
     ScriptSource,
@@ -116,7 +117,7 @@ class ScriptedServer:
         ]
         return 200, {"object": "list", "data": data}, {}
 
-    def answer_chat(self, body: Any) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer_chat(self, body: Any) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "the request body must be a JSON object with a 'messages' list")
         with self._lock:
@@ -139,6 +140,8 @@ class ScriptedServer:
                 headers["Retry-After"] = f"{step.retry_after:g}"
             default = _status_phrase(step.error)
             return _error(step.error, step.message or default, code=step.code, headers=headers)
+        if isinstance(step, RawReply):
+            return step.status, step.raw.encode(), {"Content-Type": step.content_type}
         return 200, self._completion(step, requested or self.model_names[0], body), {}
 
     def _completion(self, step: Reply, model: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -207,10 +210,10 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             self._send(*server.answer_chat(body))
 
-        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
-            data = json.dumps(body).encode()
+        def _send(self, status: int, body: dict[str, Any] | bytes, headers: dict[str, str]) -> None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            headers = {"Content-Type": "application/json", **headers}
             self.send_header("Content-Length", str(len(data)))
             for key, value in headers.items():
                 self.send_header(key, value)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from collections import Counter, deque
@@ -52,7 +51,7 @@ from rich.live import Live
 
 from agent.core.config import RunConfig
 from agent.core.errors import INTERRUPTED
-from agent.core.run import Task, output_paths, run_task
+from agent.core.run import RunFailed, Task, output_paths, run_task
 from agent.core.secrets import Redactor
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
@@ -67,6 +66,7 @@ from agent.swebench import (
 )
 from agent.swebench.executors import Executor, LocalExecutor
 from agent.swebench.progress import Progress, SlotHook
+from envs import scratch
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -198,7 +198,7 @@ class Batch:
     def _run(self, instance: Instance, hook: SlotHook) -> tuple[str, str]:
         config = self.config
         status = hook.on_status
-        with tempfile.TemporaryDirectory(prefix=f"pgs-{instance.instance_id[:40]}-") as tmp:
+        with scratch.temporary_directory(f"pgs-{instance.instance_id[:40]}-") as tmp:
             status("preparing the repository")
             mirror = find_mirror(instance, self.envs.repos_dir, status)
             tree = working_tree(instance, mirror, Path(tmp) / "repo")
@@ -227,6 +227,8 @@ class Batch:
     def _record_crash(self, instance: Instance, error: Exception) -> str:
         """Leave a ``.traj`` (exit_error, the message) and a ``.patch``; the submitted patch."""
         paths = output_paths(self.output_dir, instance.instance_id)
+        if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
+            error = error.__cause__  # the files are written; the error is what ended the run
         message = f"{type(error).__name__}: {error}"
         data: dict[str, Any] = {}
         if paths["traj"].exists():  # the agent ran and saved its state before the crash
@@ -418,7 +420,7 @@ def run_detached(
 
     started = time.monotonic()
     iid = instance.instance_id
-    with tempfile.TemporaryDirectory(prefix="pgs-detached-") as tmp:
+    with scratch.temporary_directory("pgs-detached-") as tmp:
         batch = Batch([instance], config, Path(tmp), envs, hints=hints)
         exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
         folder = Path(tmp) / iid

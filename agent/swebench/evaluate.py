@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +45,7 @@ from agent.swebench.executors import (
     Executor,
     LocalExecutor,
 )
+from envs import scratch
 from envs.errors import EnvError
 
 #: The harness's patch commands, tried in order (swebench.harness.run_evaluation).
@@ -200,7 +200,7 @@ def evaluate_detached(
 ) -> tuple[Outcome, dict[str, str]]:
     """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
     path under the report folder): the job of an executor that does not share files."""
-    with tempfile.TemporaryDirectory(prefix="pgs-eval-") as tmp:
+    with scratch.temporary_directory("pgs-eval-") as tmp:
         outcome = evaluate_one(instance, prediction, envs, Path(tmp), timeout=timeout)
         files = {
             str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,7 +44,7 @@ from agent.swebench.records import (
     quiet,
 )
 from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
-from envs import images
+from envs import images, scratch
 from envs.docker_util import docker_client, labels
 from envs.errors import ImageBuildError
 
@@ -239,7 +238,7 @@ def build_instance_image(
         pull_from_registry(client, registry, env_tag, status)
     builds = images.cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="testbed-", dir=builds) as tmp:
+    with scratch.temporary_directory("testbed-", builds) as tmp:
         try:
             images.history_clone(mirror, instance.base_commit, Path(tmp) / "testbed")
             deviations += add_submodules(Path(tmp) / "testbed", repos_dir)

@@ -10,9 +10,7 @@ import json
 import os
 import re
 import shlex
-import shutil
 import tarfile
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -20,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envs import scratch
 from envs.docker_util import HOST_LABEL, PID_LABEL, STARTED_LABEL, translate_errors
 from envs.errors import DISK_FULL_HINT, DiskFull, ImageBuildError, looks_like_disk_full
 
@@ -221,7 +220,7 @@ class Layer:
 
         builds = cache_dir() / "build"
         builds.mkdir(parents=True, exist_ok=True)
-        context = Path(tempfile.mkdtemp(prefix="ctx-", dir=builds))
+        context = scratch.mkdtemp("ctx-", builds)  # its owner in its name (envs.scratch)
         container = None
         try:
             context.chmod(0o755)
@@ -284,7 +283,7 @@ class Layer:
             if container is not None:
                 with suppress(Exception):
                     container.remove(force=True)
-            shutil.rmtree(context, ignore_errors=True)
+            scratch.remove_tree(context)
         image_id = image_exists(client, tag)
         if image_id is None:
             raise_build_error(f"build {tag}", "no image was produced")

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from envs import scratch
 from envs.docker_util import labels
 from envs.errors import ImageBuildError
 from envs.images import common
@@ -189,7 +189,7 @@ def build_repo_image(
         return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started)
     builds = cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="clone-", dir=builds) as tmp:
+    with scratch.temporary_directory("clone-", builds) as tmp:  # owner named: envs.scratch
         history_clone(repo, sha, Path(tmp) / "repo")
         repo_layer = Layer(
             base=env_tag,

@@ -520,7 +520,7 @@ def test_cli_unreachable_server_is_one_error_line(
 ) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     argv = run_argv(repo, "--image", base_image, "--output-dir", str(tmp_path / "out"), url=url)
-    line = cli_error(capsys, *argv)
+    line = cli_error(capsys, *argv, code=1)  # the run started: its files are written
     assert f"cannot reach {url}" in line and "--base-url" in line
 
 
@@ -531,7 +531,7 @@ def test_cli_refused_api_key_is_one_error_line(
         argv = run_argv(
             repo, "--image", base_image, "--output-dir", str(tmp_path / "out"), url=server.url
         )
-        line = cli_error(capsys, *argv)
+        line = cli_error(capsys, *argv, code=1)
     assert "API key was refused" in line and "OPENAI_API_KEY" in line
 
 

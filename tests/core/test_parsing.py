@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shlex
+from unittest import mock
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agent.core.parsing import FormatError, interactive_refusal, parse_text_action
+from agent.core import parsing
+from agent.core.parsing import FormatError, interactive_refusal, parse_text_action, shell_words
 
 
 def test_thought_and_one_bash_block() -> None:
@@ -117,3 +121,80 @@ def test_ordinary_commands_pass(command: str) -> None:
 def test_refusal_never_crashes(command: str) -> None:
     result = interactive_refusal(command)
     assert result is None or isinstance(result, str)
+
+
+def _shlex_words(text: str) -> list[str] | None:
+    """What `interactive_refusal` split commands with before: shlex, quadratic in a word."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    try:
+        return list(lexer)
+    except ValueError:
+        return None
+
+
+def _words(text: str) -> list[str] | None:
+    try:
+        return shell_words(text)
+    except ValueError:
+        return None
+
+
+@given(st.text(alphabet=st.sampled_from("ab \t\n'\"\\();<>|&#=-é"), max_size=40))
+@example("vim 'a b' && less<x")
+@example('echo "a\\"b\\c" \\\n')
+def test_shell_words_split_as_shlex_does(text: str) -> None:
+    assert _words(text) == _shlex_words(text)
+
+
+_PIECES = [
+    "vim",
+    "less",
+    "python3",
+    "-i",
+    "-c",
+    "x",
+    "'a b'",
+    '"q"',
+    "\\",
+    "|",
+    "&&",
+    ";",
+    "<",
+    "<<EOF",
+    "EOF",
+    "\n",
+    " ",
+    "#",
+    "sudo",
+    "timeout 5",
+    "'",
+    '"',
+    "=",
+    "FOO=1",
+]
+
+
+@given(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join))
+@example("vim 'a b' && less<x")
+def test_refusal_agrees_with_the_shlex_one(command: str) -> None:
+    new = interactive_refusal(command)
+    with mock.patch.object(parsing, "shell_words", _shlex_or_raise):
+        old = interactive_refusal(command)
+    assert new == old
+
+
+def _shlex_or_raise(text: str) -> list[str]:
+    words = _shlex_words(text)
+    if words is None:
+        raise ValueError("unbalanced")
+    return words
+
+
+@pytest.mark.parametrize("quote", ["", "'", '"'])
+def test_a_10_mb_argument_is_checked_in_linear_time(quote: str) -> None:
+    # shlex took 13 s for 1 MB and grows with the square: 10 MB would pass the pytest timeout.
+    huge = "x" * 10_000_000
+    assert interactive_refusal(f"echo {quote}{huge}{quote} | less") is not None
+    assert interactive_refusal(f"printf {quote}{huge}{quote} > out.txt") is None

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -52,6 +54,7 @@ WITHIN = 10.0
 #: runs the command argv[3] if given, then waits to be killed.
 OWNER = """
 import sys, time
+from envs import scratch
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 box = DockerSandbox(DockerSandboxConfig(image=sys.argv[1]), run_id=sys.argv[2])
 print(box.container.id, flush=True)
@@ -355,3 +358,105 @@ def test_stat_fields_reads_state_and_start_whatever_the_command_name(
     rest[22 - 4] = str(start)
     text = f"4242 ({comm}) {state} {' '.join(rest)}\n"
     assert stat_fields(text) == (state, str(start))
+
+
+# -- temporary trees: removed on start-up once their owner has ended ---------------------------
+
+#: An owner of a local sandbox in $TMPDIR: prints its tree, makes a read-only folder in it (as
+#: a command may), then waits to be killed.
+TREE_OWNER = """
+import sys, time
+from pathlib import Path
+from envs.local import LocalSandbox
+box = LocalSandbox(Path(sys.argv[1]))
+box.run("mkdir -p locked/in && touch locked/in/f && chmod 500 locked/in locked")
+print(box._tmp, flush=True)
+time.sleep(600)
+"""
+
+
+def start_pgs(cwd: Path, **env: str) -> None:
+    """A ``pgs`` command that starts and fails at once (no such repository): its start-up."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "agent.cli", "run", "--model", "m", "--issue", "x", "--repo"),
+            str(cwd / "none"),
+        ],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "does not exist" in done.stderr, done.stderr
+
+
+def test_a_killed_owners_working_tree_is_removed_at_the_next_start_and_live_ones_kept(
+    small_repo: Path, tmp_path: Path
+) -> None:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    unowned = tmp / "pgs-local-of-an-older-pgs"  # no owner in its name: never touched
+    unowned.mkdir()
+    killed, live = (python(TREE_OWNER, str(small_repo), TMPDIR=str(tmp)) for _ in range(2))
+    try:
+        trees = {}
+        for name, proc in (("killed", killed), ("live", live)):
+            assert proc.stdout is not None
+            trees[name] = Path(proc.stdout.readline().strip())
+            assert trees[name].parent == tmp and (trees[name] / "repo" / "calc.py").exists()
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        wait_for(lambda: not alive(killed.pid), WITHIN, "the owner did not die")
+        assert trees["killed"].exists()  # SIGKILL: nothing of the owner cleaned up
+
+        start_pgs(tmp_path, TMPDIR=str(tmp))
+
+        assert not trees["killed"].exists()
+        assert (trees["live"] / "repo" / "calc.py").exists() and unowned.exists()
+    finally:
+        kill(killed)
+        kill(live)
+        subprocess.run(["chmod", "-R", "u+rwx", str(tmp)], check=True)
+        shutil.rmtree(tmp)
+
+
+#: Builds the image of repository argv[1] with an install step that takes its time, in the
+#: cache $PGS_CACHE_DIR; waits there to be killed.
+BUILD_OWNER = """
+import sys
+from envs.images import RepoImageSpec, build_repo_image
+spec = RepoImageSpec.checked({"install": ["sleep 300"]}, source="test")
+build_repo_image(sys.argv[1], spec=spec, run_id=sys.argv[2])
+"""
+
+
+@pytest.mark.docker
+def test_a_build_killed_mid_step_leaves_no_clone_or_context_after_the_next_start(
+    docker_client: Any, base_image: str, small_repo: Path, tmp_path: Path
+) -> None:
+    # A short path: the build's proxy socket lives in the build context (AF_UNIX: 108 bytes).
+    cache = Path(tempfile.mkdtemp(prefix="pgs-t-", dir="/tmp"))
+    builds = cache / "build"
+    run = run_id()
+    builder = python(BUILD_OWNER, str(small_repo), run, PGS_CACHE_DIR=str(cache))
+    try:
+
+        def mid_build() -> bool:
+            assert builder.poll() is None, "the build ended first"
+            found = {p.name.split("-")[0] for p in builds.glob("*")} if builds.exists() else set()
+            return {"clone", "ctx"} <= found
+
+        wait_for(mid_build, 300, "the build never had its clone and context")
+        builder.send_signal(signal.SIGKILL)
+        builder.wait()
+        left = sorted(p.name.split("-")[0] for p in builds.iterdir())
+        assert left == ["clone", "ctx"]  # the repository's copy and the build context
+
+        start_pgs(tmp_path, PGS_CACHE_DIR=str(cache))
+
+        assert list(builds.iterdir()) == []
+    finally:
+        kill(builder)
+        remove_all(docker_client, f"{RUN_LABEL}={run}")
+        shutil.rmtree(cache)

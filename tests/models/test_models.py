@@ -24,6 +24,7 @@ from agent.models import (
     CostLimitExceeded,
     GlobalStats,
     HumanModel,
+    MalformedResponse,
     ModelClassError,
     ModelConfig,
     ModelError,
@@ -203,6 +204,69 @@ def test_rate_limit_and_server_errors_give_up_after_the_configured_attempts() ->
         with pytest.raises(ServerError, match="overloaded"):
             model_for(server).query(USER)
         assert len(server.requests) == 3
+
+
+def _completion_body(**changes: Any) -> str:
+    """A chat completion's JSON with `changes` over its choice's message or its top level."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    for key, value in changes.items():
+        if key == "message":
+            body["choices"][0]["message"] = value
+        else:
+            body[key] = value
+    return json.dumps(body)
+
+
+MALFORMED = {
+    "html page": {"raw": "<html><body>502 Bad Gateway</body></html>", "content_type": "text/html"},
+    "html as json": {"raw": "<html><body>oops</body></html>"},
+    "truncated json": {"raw": _completion_body()[:60]},
+    "message null": {"raw": _completion_body(message=None)},
+    "usage not numeric": {"raw": _completion_body(usage={"prompt_tokens": "many"})},
+    "choices null": {"raw": _completion_body(choices=None)},
+}
+
+
+@pytest.mark.parametrize("bad", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_answer_is_retried_like_a_5xx(bad: dict[str, Any]) -> None:
+    with ScriptedServer([bad, {"content": "done"}]) as server:
+        model = model_for(server)
+        assert model.query(USER).content == "done"
+        assert len(server.requests) == 2
+    assert model.stats.api_calls == 1
+
+
+@pytest.mark.parametrize("bad", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_server_that_keeps_answering_malformed_is_one_sentence(bad: dict[str, Any]) -> None:
+    with ScriptedServer([bad] * 3) as server:
+        with pytest.raises(MalformedResponse) as raised:
+            model_for(server).query(USER)
+        assert len(server.requests) == 3
+    message = str(raised.value)
+    assert "not a chat completion" in message and "3 time(s)" in message
+    assert "\n" not in message and "--base-url" in message
+
+
+def test_usage_left_out_counts_zero() -> None:
+    body = _completion_body(usage={"prompt_tokens": 7})
+    with ScriptedServer([{"raw": body}]) as server:
+        response = model_for(server).query(USER)
+    assert (response.tokens_sent, response.tokens_received) == (7, 0)
+
+
+def test_replay_retries_a_malformed_answer() -> None:
+    bad = MALFORMED["html page"]
+    config = ModelConfig(name="replay", retries=FAST)
+    assert ReplayModel(config, script=[bad, {"content": "ok"}]).query(USER).content == "ok"
+    with pytest.raises(MalformedResponse, match="not a chat completion"):
+        ReplayModel(config, script=[bad] * 3).query(USER)
 
 
 def test_401_fails_at_once_naming_the_variable_never_the_key(
@@ -440,19 +504,23 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         *["ModelError", "AuthenticationFailed", "BadRequest", "ContextWindowExceeded"],
         *["CostLimitExceeded", "ModelNotFound", "RateLimited", "ServerError", "Unreachable"],
         *["MODEL_CLASSES", "ModelClass", "ModelClassError", "ReplayModel", "get_model_class"],
-        "OPENAI_DEFAULT_BASE_URL",
+        *["OPENAI_DEFAULT_BASE_URL", "MalformedResponse"],
     }
     assert set(agent.models.scripted.__all__) == {
         *["ScriptError", "ScriptSource", "ScriptedServer", "add_arguments", "main", "serve"],
     }
     assert set(agent.models.script.__all__) == {
         *["ErrorReply", "Policy", "Reply", "Script", "ScriptError", "ScriptSource", "Step"],
+        "RawReply",
         *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],
         "reply_message",
     }
     assert set(agent.cli.serve.__all__) == {"register", "serve_script_command"}
     assert issubclass(ModelError, RuntimeError)
-    for error in (AuthenticationFailed, ModelNotFound, Unreachable, RateLimited, ServerError):
+    for error in (
+        *[AuthenticationFailed, ModelNotFound, Unreachable, RateLimited, ServerError],
+        MalformedResponse,
+    ):
         assert error.__bases__ == (ModelError,)
     assert ContextWindowExceeded.__bases__ == (BadRequest,)
     assert CostLimitExceeded.__bases__ == (ModelError,)

@@ -131,12 +131,13 @@ def last_message(request: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
-def cli_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
-    """Run ``pgs`` in this process; it must fail with exit 2 and ONE ``pgs: error:`` line."""
-    code = main(list(argv))
+def cli_error(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 2) -> str:
+    """Run ``pgs`` in this process; it must fail with exit ``code`` (2: a mistake in the
+    command; 1: the run ended in an error) and ONE ``pgs: error:`` line."""
+    got = main(list(argv))
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert code == 2, err
+    assert got == code, err
     assert len(lines) == 1 and lines[0].startswith("pgs: error: "), err
     return lines[0]
 
