@@ -63,7 +63,7 @@ from agent.core.run import (
 )
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
-from agent.pgs.compare import compare, read_predictions
+from agent.pgs.compare import compare, prediction_fields, read_predictions
 from agent.pgs.method import ablation
 from agent.pgs.records import FeedbackMode
 from agent.swebench import load_instances, parse_python_map, select
@@ -372,8 +372,37 @@ def run_example(
         return
     check_output_dir(folder, example.instance_id, overwrite=True)
     task = Task(example.instance_id, example.problem, example.repo)
-    result = run_task(task, config, folder, global_stats=stats)
-    err.print(f"  {example.instance_id}: {result.exit_status}")
+    try:
+        status = run_task(task, config, folder, global_stats=stats).exit_status
+    except Exception as e:  # as pgs batch does: the crash is recorded and the ladder goes on
+        status = "exit_error"
+        record_crash(paths, example.instance_id, config, e)
+    err.print(f"  {example.instance_id}: {status}")
+
+
+def record_crash(
+    paths: dict[str, Path], instance_id: str, config: RunConfig, error: Exception
+) -> None:
+    """A ``.traj`` (exit_error and the message, over what the run saved), ``.patch`` and
+    ``.pred`` for a run that crashed (a sandbox that died, an image that failed to build)."""
+    try:
+        data = json.loads(paths["traj"].read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        data = {"trajectory": [], "history": [], "replay_config": {}}
+    info = data.setdefault("info", {})
+    message = f"{type(error).__name__}: {error}"
+    info.update(exit_status="exit_error", error=message, instance_id=instance_id)
+    patch = str(info.get("submission") or "")
+    info["submission"] = patch
+    write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
+    write_atomic(paths["patch"], patch)
+    pred = {
+        "instance_id": instance_id,
+        "model_name_or_path": config.model.name,
+        "model_patch": patch,
+        **prediction_fields(data, mode=config.pgs.feedback),
+    }
+    write_atomic(paths["pred"], json.dumps(pred, indent=1))
 
 
 def collect_predictions(folder: Path) -> bool:
@@ -398,13 +427,18 @@ def grade_examples(examples: Sequence[Example], folder: Path, report_dir: Path, 
     resolved: list[str] = []
     unresolved: list[str] = []
     empty: list[str] = []
+    errors: dict[str, str] = {}
     for example in examples:
         patch = str((preds.get(example.instance_id) or {}).get("model_patch") or "")
         if not patch.strip():
             empty.append(example.instance_id)
             continue
         err.print(f"  {example.instance_id}: the hidden tests")
-        ok = _check_hidden_tests(example.repo, patch, EXAMPLES / example.name / "hidden") == 0
+        try:
+            ok = _check_hidden_tests(example.repo, patch, EXAMPLES / example.name / "hidden") == 0
+        except Exception as e:  # graded as an error, as pgs eval grades what it cannot run
+            errors[example.instance_id] = f"{type(e).__name__}: {e}"
+            continue
         (resolved if ok else unresolved).append(example.instance_id)
     summary = {
         "total_instances": len(examples),
@@ -412,10 +446,13 @@ def grade_examples(examples: Sequence[Example], folder: Path, report_dir: Path, 
         "resolved_instances": len(resolved),
         "unresolved_instances": len(unresolved),
         "empty_patch_instances": len(empty),
+        "error_instances": len(errors),
         "submitted_ids": sorted(preds),
         "resolved_ids": sorted(resolved),
         "unresolved_ids": sorted(unresolved),
         "empty_patch_ids": sorted(empty),
+        "error_ids": sorted(errors),
+        "errors": errors,
         "schema_version": 2,
         "run_id": RUN_ID,
         "graded_by": "the bundled examples' hidden tests",
