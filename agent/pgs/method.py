@@ -314,8 +314,11 @@ class PGS:
         if "::" not in result.nodeid or result.nodeid.startswith("test_cmd:"):
             return None
         folder = install_plugin(self.sandbox)
+        # Without minimisation the rerun must not shrink either (the plugin's default does).
+        unshrunk = "PGS_SHRINK=0 " if self.check_settings.shrink is False else ""
+        python = shlex.quote(self.check_settings.python)
         return (
-            f"PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
+            f"{unshrunk}PYTHONPATH={shlex.quote(folder)} {python} -m "
             f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
         )
 

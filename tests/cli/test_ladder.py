@@ -206,6 +206,17 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
     assert len(fed["property-min"]) == 4 and set(fed["property-min"]) <= {0, 1}
     assert fed["property"] != fed["property-min"] and max(map(abs, fed["property"])) > 1
     assert f"Input: values={fed['property']!r}" in traj("property")["pgs"]["rounds"][0]["feedback"]
+    # The command that reruns the property alone shrinks as the row does.
+    rerun = {
+        row: next(
+            line
+            for line in traj(row)["pgs"]["rounds"][0]["feedback"].splitlines()
+            if line.startswith("Rerun it alone: ")
+        )
+        for row in ("property", "property-min")
+    }
+    assert rerun["property"].startswith("Rerun it alone: PGS_SHRINK=0 PYTHONPATH=")
+    assert "PGS_SHRINK" not in rerun["property-min"]
 
     # Unfiltered keeps what the filter drops: nothing dropped, no contradiction check.
     for row in ("property", "property-min"):
