@@ -233,6 +233,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print_comparison(result, title="the PGS ladder (Table 7 at repository level)")
+        for row in rows:
+            err.print(f"{row.name}: {row.title}")
     err.print(f"cost: ${stats.total_cost:.4f}; the rows are in {output_dir}")
     return 0
 

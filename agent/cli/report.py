@@ -67,6 +67,10 @@ def _flag(value: Any) -> str:
 
 def print_comparison(result: dict[str, Any], title: str = "ablation settings side by side") -> None:
     table = Table(title=title, title_justify="left")
+    # `pgs ladder` names its rows (Table 7's names); `pgs report` has only the settings.
+    ladder = any("ladder" in row for row in result["rows"])
+    if ladder:
+        table.add_column("row", no_wrap=True)
     for column in ("mode", "max rounds", "filter", "probes", "shrink", "instances", "resolved"):
         table.add_column(column, justify="left" if column == "mode" else "right")
     for column in VERDICTS:
@@ -84,8 +88,10 @@ def print_comparison(result: dict[str, Any], title: str = "ablation settings sid
             resolved += f" ({row['graded']} graded)"
         unchecked_mode = row["mode"] == "none"  # no Tester: no verdict to count
         rounds, tokens, cost = row["rounds"], row["feedback_tokens"], row["cost"]
+        named = [r["row"] for r in row.get("ladder", [])]
         table.add_row(
-            LABELS.get(row["mode"], row["mode"]),
+            *([", ".join(named) or "-"] if ladder else []),
+            row["mode"] if ladder else LABELS.get(row["mode"], row["mode"]),
             *(_flag(setting.get(name)) for name in ("rounds", "filter", "fresh_probes", "shrink")),
             str(row["instances"]),
             resolved,

@@ -254,7 +254,11 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
     assert captured.err.count("finished before") == 5
     assert "hidden tests" not in captured.err
     assert {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")} == stamps
-    table = [line for line in captured.out.splitlines() if re.match(r"│ (io|property)", line)]
+    table = [
+        line
+        for line in captured.out.splitlines()
+        if re.match(r"│ (io|property|property-min|filter|pgs) ", line)
+    ]
     assert len(table) == 5 and len(set(table)) == 5
     assert main(["report", *(str(out / row) for row in names), "--json"]) == 0
     assert [row["setting"] for row in json.loads(capsys.readouterr().out)["rows"]] == settings
@@ -302,3 +306,31 @@ def test_the_paper_config_is_shipped_and_named_by_its_name(tmp_path: Path) -> No
     own = tmp_path / "paper"
     own.write_text("model: {temperature: 0.2}\n")
     assert load_config([own], {"model": {"name": "m"}}).model.temperature == 0.2
+
+
+@pytest.mark.docker
+def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
+    base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.models.scripted import ScriptedServer
+    from tests.pgs.test_compare import I1, two_round_policy
+    from tests.support.swe_dataset import batch_args, make_dataset
+
+    dataset = make_dataset(tmp_path / "swe")
+    out = tmp_path / "ladder"
+    with ScriptedServer(two_round_policy) as server:
+        argv = batch_args(dataset, server.url, out, "--filter", f"^{I1}$", feedback=None)
+        capsys.readouterr()
+        assert main(["ladder", *argv[1:], "--rows", "io,pgs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [[entry["row"] for entry in row["ladder"]] for row in rows] == [["io"], ["pgs"]]
+    assert [(row["setting"]["mode"], row["setting"]["rounds"]) for row in rows] == [
+        ("io", 1),
+        ("property-min", 5),
+    ]
+    # Each row graded as `pgs eval` grades, its summary in the row's folder.
+    for row in ("io", "pgs"):
+        summary = json.loads((out / row / "eval" / "scripted.ladder.json").read_text())
+        assert summary["resolved_ids"] == [I1]
+    assert [row["resolved"] for row in rows] == [1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [1, 1]
