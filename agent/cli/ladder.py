@@ -28,7 +28,8 @@ grades, the summary in ``OUTPUT/<row>/eval``) or the bundled examples (``--examp
 :func:`agent.core.run.run_task` and grades it by the hidden tests the agent never saw, as ``pgs
 demo`` does, the summary in the shape of ``pgs eval``'s). Resumable: a finished instance (its
 ``.traj`` holds an exit status) is not run again and a row whose summary is newer than its
-``preds.json`` is not graded again (``--redo``: both again). Every row shares one
+``preds.json`` is not graded again (``--redo``: both again); a row folder whose runs used
+another setting is refused. Every row shares one
 :class:`~agent.models.GlobalStats`, so ``--model.total-cost-limit`` caps the whole ladder.
 
 Then one table, :func:`agent.pgs.compare.compare` over the row folders (rows keyed by the full
@@ -63,7 +64,7 @@ from agent.core.run import (
 )
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
-from agent.pgs.compare import compare, prediction_fields, read_predictions
+from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
 from agent.pgs.method import ablation
 from agent.pgs.records import FeedbackMode
 from agent.swebench import load_instances, parse_python_map, select
@@ -210,6 +211,24 @@ def check_config(config: RunConfig, rows: Sequence[Row]) -> None:
         seen[key] = row.name
 
 
+def check_folder(folder: Path, row: Row, config: RunConfig) -> None:
+    """Refuse to resume a row folder whose runs used another setting (a ladder started with
+    other flags): the row would mix two settings."""
+    wanted = ablation(row.config(config).pgs)
+    for path in sorted(folder.glob("*/*.traj")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue  # an unreadable run is run again
+        found = ablation_of(data) if isinstance(data, dict) else None
+        if found is not None and found != wanted:
+            raise InputError(
+                f"{path} ran with another setting ({found.model_dump_json()}) than the {row.name} "
+                f"row now has ({wanted.model_dump_json()}): pass --redo to run it again, or "
+                "another --output-dir"
+            )
+
+
 def cmd_ladder(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     rows = choose_rows(args.rows)
@@ -217,6 +236,9 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
     output_dir = args.output_dir or default_output_dir(f"ladder-{config.model.name}")
+    if not args.redo:
+        for row in rows:
+            check_folder(output_dir / row.name, row, config)
     stats = GlobalStats()
     if args.instances is not None:
         code = run_records(args, config, rows, output_dir, stats)

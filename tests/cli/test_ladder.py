@@ -334,3 +334,19 @@ def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
         assert summary["resolved_ids"] == [I1]
     assert [row["resolved"] for row in rows] == [1, 1]
     assert [row["rounds"]["total"] for row in rows] == [1, 1]
+
+
+def test_a_row_folder_of_another_setting_is_not_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    run = out / "pgs" / "median__issue" / "median__issue.traj"
+    run.parent.mkdir(parents=True)
+    setting = {"mode": "property-min", "rounds": 3, "filter": True, "fresh_probes": 1}
+    pgs = {"mode": "property-min", "ablation": {**setting, "shrink": True}}
+    run.write_text(json.dumps({"info": {"exit_status": "submitted"}, "pgs": pgs}))
+    capsys.readouterr()
+    assert main(ladder(out)) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"pgs: error: {run} ran with another setting (") and "--redo" in line
+    assert sorted(p.name for p in out.iterdir()) == ["pgs"]  # nothing ran
