@@ -291,10 +291,13 @@ def setting_key(setting: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Table 7's order: by mode, then unfiltered before filtered, fewer rounds, probes first;
-    None (not used by the mode, or unknown) before any value."""
-    mode, *rest = key
+    """Table 7's order, the order in which its rows add a component: by mode, then unshrunk
+    before shrunk, unfiltered before filtered, fewer rounds, fewer probes; None (not used by
+    the mode, or unknown) before any value."""
+    setting = dict(zip(KEY, key, strict=True))
+    mode = setting["mode"]
     rank = MODES.index(mode) if mode in MODES else len(MODES)
+    rest = (setting[name] for name in ("shrink", "filter", "rounds", "fresh_probes"))
     return (rank, str(mode), *((value is not None, value or 0) for value in rest))
 
 
