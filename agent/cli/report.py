@@ -1,5 +1,5 @@
-"""``pgs report``: Self-Edit and PGS side by side, one row per feedback mode
-(:mod:`agent.pgs.compare`)."""
+"""``pgs report``: Self-Edit and PGS side by side, one row per ablation setting (feedback mode,
+rounds, filter, fresh probes, shrinking; :mod:`agent.pgs.compare`)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "report",
-        help="compare runs side by side per feedback mode (Self-Edit vs PGS)",
-        description="Compare `pgs batch` runs per feedback mode, as the PGS paper's Table 7 "
-        "does: for each mode (none, io = Self-Edit, property, property-min = PGS) the "
+        help="compare runs side by side per ablation setting (Self-Edit vs PGS)",
+        description="Compare `pgs batch` runs per ablation setting, as the PGS paper's Table 7 "
+        "does. A row is one full setting: the feedback mode (none, io = Self-Edit, property, "
+        "property-min = PGS), the most rounds, the soundness filter, the fresh probes and "
+        "Hypothesis's shrinking ('-' where the mode does not use it); its columns: the "
         "instances, how many the evaluation resolved, the Tester's verdicts, the feedback "
         "rounds and their tokens, and the cost (Generator + Tester). Each RUN_DIR is the "
         "--output-dir of a `pgs batch` (preds.json and <id>/<id>.traj); the resolved count "
@@ -37,7 +39,7 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print the comparison as JSON (modes, runs, and one entry per instance)",
+        help="print the comparison as JSON (rows, runs, and one entry per instance)",
     )
     parser.set_defaults(func=cmd_report)
 
@@ -55,24 +57,42 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_comparison(result: dict[str, Any]) -> None:
-    table = Table(title="feedback modes side by side", title_justify="left")
-    for column in ("mode", "instances", "resolved", *VERDICTS):
+def _flag(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def print_comparison(result: dict[str, Any], title: str = "ablation settings side by side") -> None:
+    table = Table(title=title, title_justify="left")
+    # `pgs ladder` names its rows (Table 7's names); `pgs report` has only the settings.
+    ladder = any("ladder" in row for row in result["rows"])
+    if ladder:
+        table.add_column("row", no_wrap=True)
+    for column in ("mode", "max rounds", "filter", "probes", "shrink", "instances", "resolved"):
         table.add_column(column, justify="left" if column == "mode" else "right")
+    for column in VERDICTS:
+        table.add_column(column, justify="right")
     for column in (
         "rounds (mean / total)",
         "feedback tokens (mean / total)",
         "cost (total / mean)",
     ):
         table.add_column(column, justify="right")
-    for row in result["modes"]:
+    for row in result["rows"]:
+        setting = row["setting"]
         resolved = "-" if row["resolved"] is None else f"{row['resolved']}/{row['instances']}"
         if row["resolved"] is not None and row["graded"] < row["instances"]:
             resolved += f" ({row['graded']} graded)"
         unchecked_mode = row["mode"] == "none"  # no Tester: no verdict to count
         rounds, tokens, cost = row["rounds"], row["feedback_tokens"], row["cost"]
+        named = [r["row"] for r in row.get("ladder", [])]
         table.add_row(
-            LABELS.get(row["mode"], row["mode"]),
+            *([", ".join(named) or "-"] if ladder else []),
+            row["mode"] if ladder else LABELS.get(row["mode"], row["mode"]),
+            *(_flag(setting.get(name)) for name in ("rounds", "filter", "fresh_probes", "shrink")),
             str(row["instances"]),
             resolved,
             *("-" if unchecked_mode else str(row["verdicts"][v]) for v in VERDICTS),

@@ -186,12 +186,13 @@ def merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any
 def load_config(paths: Path | Sequence[Path] | None, overrides: Mapping[str, Any]) -> RunConfig:
     """The run's configuration: the defaults (prompts from ``agent/config/default.yaml``), then
     each file of ``paths`` in order (``--config a.yaml --config b.yaml``: b's keys win, sections
-    merge key by key), then ``overrides`` (the flags)."""
+    merge key by key; a bare name such as ``paper`` that is no file here is the shipped
+    ``agent/config/paper.yaml``), then ``overrides`` (the flags)."""
     if isinstance(paths, str | Path):
         paths = [Path(paths)]
     data: dict[str, Any] = {}
     for path in paths or []:
-        data = merge(data, _read_config_file(Path(path)))
+        data = merge(data, _read_config_file(shipped_config(Path(path))))
     sources = ", ".join(str(p) for p in paths or []) or "flags"
     data = merge(data, overrides)
     # Switching the sandbox kind keeps only the fields that kind has.
@@ -211,6 +212,21 @@ def load_config(paths: Path | Sequence[Path] | None, overrides: Mapping[str, Any
         return RunConfig.model_validate(data)
     except ValidationError as e:
         raise ConfigError(describe_validation_error(e, source=sources)) from None
+
+
+#: Config files shipped with pgs (``default.yaml``, ``paper.yaml``), named without the folder.
+SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "config"
+
+
+def shipped_config(path: Path) -> Path:
+    """``path``, or the shipped config it names (``paper``, ``paper.yaml``) when no such file
+    exists here."""
+    if path.exists() or len(path.parts) != 1:
+        return path
+    for candidate in (SHIPPED_CONFIGS / path.name, SHIPPED_CONFIGS / f"{path.name}.yaml"):
+        if candidate.is_file():
+            return candidate
+    return path
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:

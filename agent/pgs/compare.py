@@ -1,5 +1,5 @@
-"""``pgs report``: Self-Edit and PGS side by side, one row per feedback mode (the PGS paper's
-Table 7, at repository level).
+"""``pgs report``: Self-Edit and PGS side by side, one row per ablation setting (the PGS
+paper's Table 7, at repository level).
 
 What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` into each
 ``preds.json`` entry and each ``<id>.pred``, beside ``instance_id``, ``model_name_or_path`` and
@@ -12,7 +12,16 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
-- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`).
+- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`);
+- the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
+  ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
+  shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
+  probes).
+
+Rows are keyed by the full setting (:data:`KEY`: mode, rounds, filter, probes, shrinking), so
+two folders of one mode with different rounds are two rows, and two folders of one setting are
+one. A run written before the setting was recorded gets it from its ``replay_config`` (the
+flags it ran with; shrinking was then on in every mode).
 
 The trajectory is the source of truth: ``pgs report`` computes the same fields from each
 ``<id>/<id>.traj`` and reads ``preds.json`` (or the ``.pred`` files) for which instances a run
@@ -31,20 +40,29 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from agent.core.trajectory import Trajectory
-from agent.pgs.records import PGSRecord
+from agent.pgs.records import Ablation, FeedbackMode, PGSRecord
 from agent.pgs.tokens import SimpleCounter
 
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
 MODES = ("none", "io", "property", "property-min")
 LABELS = {"io": "io (Self-Edit)", "property-min": "property-min (PGS)"}
 VERDICTS = ("passed", "partial", "tests-only", "unchecked", "failed")
-#: The keys :func:`prediction_fields` adds to a prediction.
+#: The keys :func:`prediction_fields` adds to a prediction (all of them since the first).
 FIELDS = ("pgs_mode", "pgs_verdict", "pgs_rounds", "pgs_feedback_tokens", "cost")
+#: The ablation setting's keys beside ``pgs_mode``, by :class:`Ablation` field.
+SETTING_FIELDS = {
+    "rounds": "pgs_max_rounds",
+    "filter": "pgs_filter",
+    "fresh_probes": "pgs_fresh_probes",
+    "shrink": "pgs_shrink",
+}
+#: What rows are grouped by, in this order.
+KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink")
 
 
 class ReportError(ValueError):
@@ -66,13 +84,40 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
     found = recorded or config.get("feedback") or mode or "unknown"
     counter = SimpleCounter()
     feedback = [str(r.feedback) for r in pgs.feedback_rounds()]
+    setting = ablation_of(trajectory, mode=mode)
     return {
         "pgs_mode": str(found),
         "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
         "pgs_feedback_tokens": sum(counter.count(text) for text in feedback),
         "cost": _cost(trajectory),
+        **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
+
+
+def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablation | None:
+    """A ``.traj``'s full ablation setting: the one its ``pgs`` record holds, else (a run
+    written before it was recorded, or one with no reviewer: ``--feedback none``) derived from
+    the flags in its ``replay_config``; None when not even the mode is known.
+
+    A config from before ``check.shrink`` existed ran with shrinking on in every mode."""
+    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
+    if pgs.ablation is not None:
+        return pgs.ablation
+    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    recorded = pgs.mode if "mode" in pgs.model_fields_set else None
+    found = recorded or config.get("feedback") or mode
+    if found not in MODES:
+        return None
+    check = config.get("check") or {}
+    shrink = check.get("shrink") if "shrink" in check else True
+    return Ablation.of(
+        cast(FeedbackMode, found),
+        rounds=config.get("rounds"),
+        filter=config.get("filter"),
+        fresh_probes=config.get("fresh_probes"),
+        shrink=found == "property-min" if shrink is None else bool(shrink),
+    )
 
 
 def _cost(trajectory: dict[str, Any]) -> float:
@@ -104,6 +149,8 @@ class Row:
     rounds: int
     feedback_tokens: int
     cost: float
+    #: The full ablation setting, by :data:`KEY` (None where the mode does not use a field).
+    setting: dict[str, Any] = field(default_factory=dict)
     exit_status: str | None = None
     #: True / False from the run's eval report; None when no report grades it.
     resolved: bool | None = None
@@ -193,7 +240,8 @@ def read_run(folder: Path) -> Run:
                 ) from None
             status = (data.get("info") or {}).get("exit_status")
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
-            fields, status = {key: pred[key] for key in FIELDS}, None
+            wanted = [*FIELDS, *SETTING_FIELDS.values()]
+            fields, status = {key: pred.get(key) for key in wanted}, None
         else:
             missing.append(iid)
             continue
@@ -206,6 +254,10 @@ def read_run(folder: Path) -> Run:
                 rounds=int(fields["pgs_rounds"]),
                 feedback_tokens=int(fields["pgs_feedback_tokens"]),
                 cost=float(fields["cost"]),
+                setting={
+                    "mode": str(fields["pgs_mode"]),
+                    **{name: fields.get(key) for name, key in SETTING_FIELDS.items()},
+                },
                 exit_status=str(status) if status else None,
             )
         )
@@ -233,8 +285,24 @@ def _mean(total: float, n: int) -> float:
     return total / n if n else 0.0
 
 
-def summarize_mode(mode: str, rows: list[Row]) -> dict[str, Any]:
-    """One mode's row of the comparison."""
+def setting_key(setting: dict[str, Any]) -> tuple[Any, ...]:
+    """The tuple rows are grouped by (:data:`KEY`)."""
+    return tuple(setting.get(name) for name in KEY)
+
+
+def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Table 7's order, the order in which its rows add a component: by mode, then unshrunk
+    before shrunk, unfiltered before filtered, fewer rounds, fewer probes; None (not used by
+    the mode, or unknown) before any value."""
+    setting = dict(zip(KEY, key, strict=True))
+    mode = setting["mode"]
+    rank = MODES.index(mode) if mode in MODES else len(MODES)
+    rest = (setting[name] for name in ("shrink", "filter", "rounds", "fresh_probes"))
+    return (rank, str(mode), *((value is not None, value or 0) for value in rest))
+
+
+def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+    """One row of the comparison: one ablation setting."""
     n = len(rows)
     graded = [r for r in rows if r.resolved is not None]
     verdicts: Counter[str] = Counter(r.verdict for r in rows)
@@ -242,7 +310,8 @@ def summarize_mode(mode: str, rows: list[Row]) -> dict[str, Any]:
     tokens = sum(r.feedback_tokens for r in rows)
     cost = sum(r.cost for r in rows)
     return {
-        "mode": mode,
+        "mode": setting["mode"],
+        "setting": setting,
         "runs": sorted({r.run for r in rows}),
         "instances": n,
         # None: no eval report grades any of them.
@@ -256,15 +325,15 @@ def summarize_mode(mode: str, rows: list[Row]) -> dict[str, Any]:
 
 
 def compare(folders: list[Path]) -> dict[str, Any]:
-    """Read every run folder and group their instances by feedback mode."""
+    """Read every run folder and group their instances by full ablation setting."""
     runs = [read_run(folder) for folder in folders]
-    by_mode: dict[str, list[Row]] = {}
+    by_key: dict[tuple[Any, ...], list[Row]] = {}
     for run in runs:
         for row in run.rows:
-            by_mode.setdefault(row.mode, []).append(row)
-    order = [m for m in MODES if m in by_mode] + sorted(set(by_mode) - set(MODES))
+            by_key.setdefault(setting_key(row.setting), []).append(row)
+    order = sorted(by_key, key=_order)
     return {
-        "modes": [summarize_mode(mode, by_mode[mode]) for mode in order],
+        "rows": [summarize(dict(zip(KEY, key, strict=True)), by_key[key]) for key in order],
         "runs": [
             {
                 "dir": str(run.path),

@@ -48,6 +48,7 @@ from agent.pgs.feedback import (
     select_failure,
 )
 from agent.pgs.records import (
+    Ablation,
     DroppedProperty,
     FeedbackMode,
     PGSRecord,
@@ -85,7 +86,8 @@ class PGSConfig(BaseModel):
     filter: bool = Field(
         default=True,
         description="validate properties on the original code and drop unsound ones (off: "
-        "keep every property that runs, the ablation without filtering)",
+        "the ablation without filtering: every property that runs is kept, none is dropped as "
+        "contradicting the issue, and the Tester gets no retry from the validation report)",
     )
     tester_retries: int = Field(
         default=1,
@@ -126,6 +128,25 @@ class PGSConfig(BaseModel):
     io_template: str = Field(default=IO_TEMPLATE, description="the feedback message of io mode")
     tester: TesterConfig = Field(default_factory=TesterConfig)
     check: CheckSettings = Field(default_factory=CheckSettings)
+
+
+def shrinks(config: PGSConfig) -> bool:
+    """Whether the checks shrink failing inputs: ``check.shrink`` when set, else only for
+    ``property-min`` (no minimisation in the other modes: Table 7's rows before it)."""
+    if config.check.shrink is not None:
+        return config.check.shrink
+    return config.feedback == "property-min"
+
+
+def ablation(config: PGSConfig) -> Ablation:
+    """The run's full ablation setting, as recorded and as ``pgs report`` groups by."""
+    return Ablation.of(
+        config.feedback,
+        rounds=config.rounds,
+        filter=config.filter,
+        fresh_probes=config.fresh_probes,
+        shrink=shrinks(config),
+    )
 
 
 def _plural(n: int, one: str, many: str | None = None) -> str:
@@ -190,7 +211,9 @@ class PGS:
         self.problem = problem_statement
         self.function_calling = function_calling
         self.status = status
-        self.check_settings = config.check.model_copy(update={"test_cmd": config.test_cmd})
+        self.check_settings = config.check.model_copy(
+            update={"test_cmd": config.test_cmd, "shrink": shrinks(config)}
+        )
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []
         #: Kept issue properties that failed on the original code (all of them, when filtering).
@@ -201,7 +224,10 @@ class PGS:
         self.round_steps = config.round_steps
         self.round_time = config.round_time
         self.record = PGSRecord(
-            mode=config.feedback, properties={}, verdict_reason="no candidate was checked"
+            mode=config.feedback,
+            ablation=ablation(config),
+            properties={},
+            verdict_reason="no candidate was checked",
         )
         self._sync()
 
@@ -297,8 +323,11 @@ class PGS:
         if "::" not in result.nodeid or result.nodeid.startswith("test_cmd:"):
             return None
         folder = install_plugin(self.sandbox)
+        # Without minimisation the rerun must not shrink either (the plugin's default does).
+        unshrunk = "PGS_SHRINK=0 " if self.check_settings.shrink is False else ""
+        python = shlex.quote(self.check_settings.python)
         return (
-            f"PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
+            f"{unshrunk}PYTHONPATH={shlex.quote(folder)} {python} -m "
             f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
         )
 
@@ -327,7 +356,8 @@ class PGS:
 
     def write_and_validate_properties(self) -> None:
         """The Tester's first set (none in io mode: Self-Edit has no Tester), validated; while
-        no issue property survives, another turn with the validation report's lines."""
+        no issue property survives, another turn with the validation report's lines (not
+        without the filter: that retry is the filter's work too)."""
         if self.config.feedback == "io":
             self.properties = {}
             self.record.validation = ValidationRecord(note="io: no Tester")
@@ -335,7 +365,7 @@ class PGS:
             return
         self.status("the Tester is writing properties")
         self.tester_turn("first")
-        for _ in range(self.config.tester_retries):
+        for _ in range(self.config.tester_retries if self.config.filter else 0):
             if self.shows_bug or not self._tester_worked():
                 break
             self.status("no issue property survived; the Tester tries again")
@@ -420,13 +450,13 @@ class PGS:
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             dropped_records = [DroppedProperty.model_validate(d.model_dump()) for d in dropped]
+            kept, contradicting = drop_contradictions(kept, original, self.properties or {})
+            dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
             why_kept = kept_reasons(original, kept, self.problem)
-        else:  # the ablation: every property that ran is kept
+        else:  # the ablation: no filtering of any kind, every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
             dropped_records = []
             why_kept = dict.fromkeys(kept, "kept unfiltered (--no-pgs.filter)")
-        kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-        dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
         by_id = original.by_id()
         self.kept = kept
         self.shows_bug = {

@@ -11,7 +11,8 @@ What it does:
 - registers the markers ``pgs_issue(rule)`` and ``pgs_regression(rule)``: the Tester marks
   each property with one, the rule in one sentence;
 - loads a Hypothesis profile that makes two runs give the same result: derandomised, no
-  example database, one failure per test (the minimal one), no reproduction blobs;
+  example database, one failure per test (the minimal one; with ``PGS_SHRINK=0`` the first
+  found, unshrunk), no reproduction blobs;
 - stops a test that runs longer than ``PGS_TEST_TIMEOUT`` seconds (SIGALRM) and records the
   input it was running, when the test is a Hypothesis property;
 - when a property fails on an explicit ``@example``, runs it once more with the explicit
@@ -22,7 +23,8 @@ What it does:
 
 Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (100),
 ``PGS_DEADLINE_MS`` (1000; ``0`` or ``none``: no deadline), ``PGS_TEST_TIMEOUT`` (20 seconds;
-``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output).
+``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output), ``PGS_SHRINK`` (1;
+``0``: Hypothesis's shrink phase off).
 
 The report::
 
@@ -97,6 +99,11 @@ def _hypothesis_profile() -> None:
     except ImportError:  # a repository without Hypothesis still gets its tests run
         return
     deadline_ms = _env_number("PGS_DEADLINE_MS", 1000)
+    # The explain phase traces every line (before Python 3.12): a time limit then fires in
+    # the tracer at a different line each run, and its notes cost tokens for little. Without
+    # shrinking (PGS_SHRINK=0, the ablation without minimisation) a failure is reported with
+    # the first failing input found, as generated.
+    left_out = {"explain"} if _env_number("PGS_SHRINK", 1) else {"explain", "shrink"}
     options: dict[str, Any] = {
         "derandomize": True,
         "database": None,
@@ -106,9 +113,7 @@ def _hypothesis_profile() -> None:
         "report_multiple_bugs": False,
         # Timing-based health checks would make two runs disagree.
         "suppress_health_check": [HealthCheck.too_slow],
-        # The explain phase traces every line (before Python 3.12): a time limit then fires in
-        # the tracer at a different line each run, and its notes cost tokens for little.
-        "phases": [phase for phase in Phase if phase.name != "explain"],
+        "phases": [phase for phase in Phase if phase.name not in left_out],
     }
     settings.register_profile("pgs", **options)
     settings.load_profile("pgs")

@@ -6,6 +6,8 @@ every other module reads it with :meth:`PGSRecord.model_validate` (or
 models existed, key for key:
 
 - ``mode``, ``verdict``, ``verdict_reason``; ``tester_error`` only when the Tester failed;
+- ``ablation``: the run's full ablation setting (:class:`Ablation`; left out by runs written
+  before it existed, whose setting :func:`agent.pgs.compare.ablation_of` derives);
 - ``properties``: ``{path: text}`` of the Tester's last set;
 - ``validation``: the last set on the original code (:class:`ValidationRecord`);
 - ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
@@ -150,11 +152,47 @@ class RoundRecord(Record):
     feedback: str | None = Field(None, description="the message sent to the Generator")
 
 
+class Ablation(Record):
+    """A run's ablation setting: the row of the PGS paper's Table 7 it belongs to, what
+    ``pgs report`` and ``pgs ladder`` group runs by. A field the mode does not use is None
+    (:meth:`of`): ``none`` has no rounds, ``io`` no Tester (no filter, no probes)."""
+
+    mode: FeedbackMode = "none"
+    rounds: int | None = Field(None, description="most feedback rounds")
+    filter: bool | None = Field(None, description="the soundness filter on the properties")
+    fresh_probes: int | None = Field(None, description="fresh probes of the Tester")
+    shrink: bool | None = Field(None, description="Hypothesis's shrink phase in the checks")
+
+    @classmethod
+    def of(
+        cls,
+        mode: FeedbackMode,
+        *,
+        rounds: int | None,
+        filter: bool | None,
+        fresh_probes: int | None,
+        shrink: bool | None,
+    ) -> Ablation:
+        """The setting with the fields ``mode`` does not use set to None, so that two runs of
+        one row compare equal whatever their unused options were."""
+        if mode == "none":
+            return cls(mode=mode)
+        tester = mode in ("property", "property-min")
+        return cls(
+            mode=mode,
+            rounds=rounds,
+            filter=filter if tester else None,
+            fresh_probes=fresh_probes if tester else None,
+            shrink=shrink,
+        )
+
+
 class PGSRecord(Record):
     """Everything PGS did in one run (the trajectory's ``pgs`` key)."""
 
-    omitted_when_empty = ("tester_error",)
+    omitted_when_empty = ("tester_error", "ablation")
     mode: FeedbackMode = "none"
+    ablation: Ablation | None = Field(None, description="the run's full ablation setting")
     rounds: list[RoundRecord] = Field(default_factory=list)
     properties: dict[str, str] | None = Field(
         None, description="{path: text} of the Tester's last set (None: never recorded)"

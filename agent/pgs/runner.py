@@ -59,6 +59,12 @@ class CheckSettings(BaseModel):
         "do not fit (the least related) are left out of the check, and its report says which "
         "(0: no budget)",
     )
+    shrink: bool | None = Field(
+        None,
+        description="Hypothesis's shrink phase: on, off, or unset: from the feedback mode (on "
+        "for property-min; off for property and io, whose feedback is the first failing input "
+        "found, unshrunk: the ablation without minimisation)",
+    )
 
 
 # -- running pytest ------------------------------------------------------------------------------
@@ -106,6 +112,7 @@ def run_pytest(
         "PGS_MAX_EXAMPLES": str(settings.max_examples),
         "PGS_DEADLINE_MS": str(settings.deadline_ms),
         "PGS_TEST_TIMEOUT": f"{settings.test_timeout:g}",
+        "PGS_SHRINK": "0" if settings.shrink is False else "1",
         # Hypothesis would otherwise write .hypothesis/ into the repository.
         "HYPOTHESIS_STORAGE_DIRECTORY": posixpath.join(folder, "hypothesis"),
         "PYTHONDONTWRITEBYTECODE": "1",

@@ -18,6 +18,7 @@ COMMANDS = {
     "batch": "batch",
     "eval": "eval",
     "report": "report",
+    "ladder": "ladder",
     "inspect": "inspect",
     "serve-script": "serve",
 }

@@ -1,4 +1,4 @@
-"""``pgs report``: feedback modes side by side, and the fields every prediction records.
+"""``pgs report``: ablation settings side by side, and the fields every prediction records.
 
 The fast tests build run folders by hand (preds.json, ``<id>/<id>.traj``, a ``pgs eval``
 summary) and check the aggregation and the errors. The Docker test runs ``pgs batch`` twice over
@@ -41,8 +41,10 @@ def traj(
     feedback: list[str],
     cost: float,
     tester_cost: float = 0.0,
+    **config: Any,
 ) -> dict[str, Any]:
-    """A ``.traj`` as pgs writes it: rounds with and without feedback, two models' stats."""
+    """A ``.traj`` as an older pgs wrote it (no ablation record; ``config``: more of its
+    ``replay_config.pgs``): rounds with and without feedback, two models' stats."""
     pgs: dict[str, Any] = {"mode": mode}
     if mode != "none":
         rounds = [{"round": i + 1, "feedback": text} for i, text in enumerate(feedback)]
@@ -56,7 +58,7 @@ def traj(
         "trajectory": [],
         "history": [],
         "info": {"exit_status": "submitted", "model_stats": {"instance_cost": cost}},
-        "replay_config": {"pgs": {"feedback": mode}},
+        "replay_config": {"pgs": {"feedback": mode, **config}},
         "pgs": pgs,
     }
 
@@ -91,13 +93,24 @@ def test_prediction_fields_come_from_the_trajectory() -> None:
         # SimpleCounter: words and numbers are one token each, every other symbol one.
         "pgs_feedback_tokens": 15 + 7,
         "cost": 0.75,  # the Generator's and the Tester's
+        # The rest of the setting: this older .traj's replay_config names only the mode; its
+        # checks shrank (every mode did before shrinking followed the mode).
+        "pgs_max_rounds": None,
+        "pgs_filter": None,
+        "pgs_fresh_probes": None,
+        "pgs_shrink": True,
     }
-    assert prediction_fields(traj("none", None, [], 0.1)) == {
+    assert prediction_fields(traj("none", None, [], 0.1, rounds=5, filter=True)) == {
         "pgs_mode": "none",
         "pgs_verdict": "unchecked",
         "pgs_rounds": 0,
         "pgs_feedback_tokens": 0,
         "cost": 0.1,
+        # The Generator alone: no rounds, no filter, no probes, nothing shrunk.
+        "pgs_max_rounds": None,
+        "pgs_filter": None,
+        "pgs_fresh_probes": None,
+        "pgs_shrink": None,
     }
     # A run that crashed before the agent began: the batch's own --feedback says the mode.
     assert prediction_fields({}, mode="io")["pgs_mode"] == "io"
@@ -128,10 +141,17 @@ def test_modes_are_compared_side_by_side(
 
     data = report_json(capsys, none, io, pgs)
     io_tokens = 8 + 3  # "FAILED test_a - assert 1 == 2" is 8 tokens: "==" counts two
-    rows = {row["mode"]: row for row in data["modes"]}
-    assert [row["mode"] for row in data["modes"]] == ["none", "io", "property-min"]
+    rows = {row["mode"]: row for row in data["rows"]}
+    assert [row["mode"] for row in data["rows"]] == ["none", "io", "property-min"]
     assert rows["io"] == {
         "mode": "io",
+        "setting": {
+            "mode": "io",
+            "rounds": None,
+            "filter": None,
+            "fresh_probes": None,
+            "shrink": True,
+        },
         "runs": [str(io)],
         "instances": 3,
         "resolved": 1,
@@ -177,9 +197,75 @@ def test_one_folder_can_hold_several_modes_and_pgs_run_output(
         pred = {"instance_id": iid, "model_name_or_path": "m", "model_patch": ""}
         (folder / iid / f"{iid}.pred").write_text(json.dumps(pred))
     data = report_json(capsys, folder)
-    assert [(r["mode"], r["instances"], r["rounds"]["total"]) for r in data["modes"]] == [
+    assert [(r["mode"], r["instances"], r["rounds"]["total"]) for r in data["rows"]] == [
         ("io", 1, 1),
         ("property", 1, 1),
+    ]
+
+
+def ablated(data: dict[str, Any], **setting: Any) -> dict[str, Any]:
+    """``data`` as pgs writes it now: its pgs record holds the full ablation setting."""
+    data["pgs"]["ablation"] = {"mode": data["pgs"]["mode"], **setting}
+    return data
+
+
+def test_rows_are_keyed_by_the_full_setting_not_the_mode_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    full = {"filter": True, "fresh_probes": 1, "shrink": True}
+    one = ablated(traj("property-min", "failed", ["xs=[0]"], 1.0), rounds=1, **full)
+    five = ablated(traj("property-min", "passed", ["xs=[0]", "xs=[1]"], 2.0), rounds=5, **full)
+    once = make_run(tmp_path / "once", {"a-1": one})
+    five_rounds = make_run(tmp_path / "five", {"a-1": five})
+    # The same setting in a third folder joins the five-round row.
+    again = make_run(tmp_path / "again", {"a-2": json.loads(json.dumps(five))})
+    # An older run (no ablation record): its setting from its replay_config, shrinking on.
+    older = make_run(
+        tmp_path / "older",
+        {"a-1": traj("property", "failed", ["x"], 1.0, rounds=1, filter=False, fresh_probes=0)},
+    )
+
+    data = report_json(capsys, five_rounds, once, again, older)
+    assert [(r["setting"], r["runs"]) for r in data["rows"]] == [
+        (
+            {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": True},
+            [str(older)],
+        ),
+        ({"mode": "property-min", "rounds": 1, **full}, [str(once)]),
+        ({"mode": "property-min", "rounds": 5, **full}, sorted([str(five_rounds), str(again)])),
+    ]
+    assert [r["instances"] for r in data["rows"]] == [1, 1, 2]
+    assert data["rows"][2]["rounds"] == {"total": 4, "mean": 2.0}
+
+    # The table: two property-min rows, told apart by their most rounds.
+    assert main(["report", str(five_rounds), str(once), str(again), str(older)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "property-min" in line]
+    cells = [[cell.strip() for cell in line.split("│")[1:6]] for line in lines]
+    assert cells == [
+        ["property-min (PGS)", "1", "on", "1", "on"],
+        ["property-min (PGS)", "5", "on", "1", "on"],
+    ]
+
+
+def test_predictions_without_trajectories_keep_their_recorded_setting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Predictions alone (their .traj files gone), the newer with the setting's keys.
+    folder = tmp_path / "preds-only"
+    folder.mkdir()
+    base = {"model_name_or_path": "m", "model_patch": "", "pgs_verdict": "failed"}
+    base.update(pgs_mode="property", pgs_rounds=1, pgs_feedback_tokens=3, cost=0.0)
+    preds = {
+        "p-1": {"instance_id": "p-1", **base, "pgs_max_rounds": 1, "pgs_shrink": False},
+        "p-2": {"instance_id": "p-2", **base, "pgs_max_rounds": 3, "pgs_shrink": False},
+        "p-3": {"instance_id": "p-3", **base},
+    }
+    (folder / "preds.json").write_text(json.dumps(preds))
+    data = report_json(capsys, folder)
+    assert [(r["setting"]["rounds"], r["setting"]["shrink"]) for r in data["rows"]] == [
+        (None, None),
+        (1, False),
+        (3, False),
     ]
 
 
@@ -315,7 +401,7 @@ def test_self_edit_and_pgs_side_by_side(
         for mode, out in dirs.items():
             summaries[mode] = batch_and_eval(dataset, server.url, out, mode)
     data = report_json(capsys, *dirs.values())
-    rows = {row["mode"]: row for row in data["modes"]}
+    rows = {row["mode"]: row for row in data["rows"]}
     assert set(rows) == {"io", "property-min"}
     counter = SimpleCounter()
     for mode, out in dirs.items():
@@ -354,6 +440,11 @@ def test_self_edit_and_pgs_side_by_side(
         }
         assert pred["pgs_feedback_tokens"] == tokens
         assert pred["cost"] == pytest.approx(cost)
+        # The rest of the setting: io has no Tester (no filter, no probes) and shrinks nothing.
+        assert (pred["pgs_max_rounds"], pred["pgs_filter"], pred["pgs_shrink"]) == (
+            (5, None, False) if mode == "io" else (5, True, True)
+        )
+        assert pgs["ablation"]["shrink"] == pred["pgs_shrink"]
     # Self-Edit sends raw test output; PGS one failing input: the messages differ in size.
     assert (
         rows["io"]["feedback_tokens"]["total"] != rows["property-min"]["feedback_tokens"]["total"]

@@ -187,7 +187,16 @@ def test_a_new_run_writes_the_keys_the_old_code_wrote(tmp_path: Path) -> None:
 
     assert main(["demo", "--output-dir", str(tmp_path)]) == 0
     new = json.loads((tmp_path / "stats__issue" / "stats__issue.traj").read_text())["pgs"]
-    assert record_shape(new) == record_shape(old_trajectory()["pgs"])
+    # Added since the old demo: the full ablation setting (docs/pgs.md, "Ablations").
+    assert new["ablation"] == {
+        "mode": "property-min",
+        "rounds": 5,
+        "filter": True,
+        "fresh_probes": 1,
+        "shrink": True,
+    }
+    since = {k: v for k, v in new.items() if k != "ablation"}
+    assert record_shape(since) == record_shape(old_trajectory()["pgs"])
     record = PGSRecord.model_validate(new)
     assert record.verdict == "passed" and len(record.feedback_rounds()) == 1
     assert json.dumps(record.model_dump(mode="json")) == json.dumps(new)

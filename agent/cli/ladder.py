@@ -1,0 +1,485 @@
+"""``pgs ladder``: the PGS paper's Table 7 at repository level, in one command.
+
+The ladder's rows (:data:`ROWS`; ``--rows`` picks some, by default the five of Table 7) run
+over one batch, each with one full ablation setting, each in its own folder ``OUTPUT/<row>``:
+
+=================  ===================================  ============  ======  ======  ======
+row                Table 7                              feedback      rounds  filter  probes
+=================  ===================================  ============  ======  ======  ======
+``none``           (the Generator alone; not in Table   none          -       -       -
+                   7, ``--rows`` adds it)
+``io``             Raw I/O feedback (Self-Edit)         io            1       -       -
+``property``       + property generation                property      1       off     0
+``property-min``   + structural minimisation            property-min  1       off     0
+``filter``         + property check (filtering)         property-min  1       on      0
+``pgs``            + iterative refinement (full PGS)    property-min  N       on      P
+=================  ===================================  ============  ======  ======  ======
+
+N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; the shipped
+``--config paper`` sets the paper's 5). Shrinking follows the mode (on only for
+``property-min``: the rows before minimisation feed back the first failing input found).
+The rows set ``pgs.feedback`` and ``pgs.filter`` and leave ``pgs.check.shrink`` to the mode, so
+a config or flag that sets one of those is refused: it would make the rows something else.
+
+The batch is either SWE-bench records (``--instances FILE``, with ``pgs batch``'s selection and
+environment flags; each row is a :class:`agent.swebench.batch.Batch`, graded as ``pgs eval``
+grades, the summary in ``OUTPUT/<row>/eval``) or the bundled examples (``--examples [NAME
+...]``, :data:`agent.cli.demo.EXAMPLES`; each row runs every example with
+:func:`agent.core.run.run_task` and grades it by the hidden tests the agent never saw, as ``pgs
+demo`` does, the summary in the shape of ``pgs eval``'s). Resumable: a finished instance (its
+``.traj`` holds an exit status) is not run again and a row whose summary is newer than its
+``preds.json`` is not graded again (``--redo``: both again); a row folder whose runs used
+another setting is refused. Every row shares one
+:class:`~agent.models.GlobalStats`, so ``--model.total-cost-limit`` caps the whole ladder.
+
+Then one table, :func:`agent.pgs.compare.compare` over the row folders (rows keyed by the full
+setting), as text or as JSON (``--json``), on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from agent.cli.batch import print_statuses
+from agent.cli.demo import EXAMPLES, _check_hidden_tests, make_example_repo
+from agent.cli.eval import add_environment_flags
+from agent.cli.report import print_comparison
+from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
+from agent.core.errors import INTERRUPTED
+from agent.core.run import (
+    InputError,
+    check_output_dir,
+    default_output_dir,
+    load_issue,
+    output_paths,
+    run_task,
+)
+from agent.core.trajectory import write_atomic
+from agent.models import GlobalStats
+from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
+from agent.pgs.method import ablation
+from agent.pgs.records import FeedbackMode
+from agent.swebench import load_instances, parse_python_map, select
+from agent.swebench.batch import Batch, finished_status
+from agent.swebench.executors import add_executor_flags, make_executor
+from agent.swebench.images import Environments
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+#: The eval summary of a row: ``OUTPUT/<row>/eval/<model>.ladder.json``.
+RUN_ID = "ladder"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One rung of the ladder: its folder name, Table 7's name for it, its PGS settings."""
+
+    name: str
+    title: str
+    feedback: FeedbackMode
+    filter: bool = True
+    #: One round, no fresh probe: every row of Table 7 but the last refines once.
+    one_shot: bool = True
+
+    def config(self, config: RunConfig) -> RunConfig:
+        update: dict[str, Any] = {"feedback": self.feedback, "filter": self.filter}
+        if self.one_shot:
+            update.update(rounds=1, fresh_probes=0)
+        return config.model_copy(update={"pgs": config.pgs.model_copy(update=update)})
+
+
+ROWS = {
+    row.name: row
+    for row in (
+        Row("none", "the Generator alone (no feedback)", "none"),
+        Row("io", "Raw I/O feedback (Self-Edit)", "io"),
+        Row("property", "+ property generation", "property", filter=False),
+        Row("property-min", "+ structural minimisation", "property-min", filter=False),
+        Row("filter", "+ property check (filtering)", "property-min"),
+        Row("pgs", "+ iterative refinement (full PGS)", "property-min", one_shot=False),
+    )
+}
+#: Table 7's five rows.
+DEFAULT_ROWS = ("io", "property", "property-min", "filter", "pgs")
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "ladder",
+        help="run the PGS paper's ablation ladder (Table 7) over a batch, grade it, compare",
+        description="Run the rows of the PGS paper's Table 7 over one batch, each row in its "
+        "own folder OUTPUT/<row>: io (raw I/O feedback, Self-Edit, 1 round), property "
+        "(+ property generation: unfiltered, unshrunk, 1 round), property-min (+ structural "
+        "minimisation: unfiltered, 1 round), filter (+ property check, 1 round), pgs (+ "
+        "iterative refinement: pgs.rounds rounds, pgs.fresh-probes probes). Then grade each "
+        "row (pgs eval for SWE-bench records; the hidden tests for the bundled examples) and "
+        "print one table, a row per full ablation setting (mode, rounds, filter, probes, "
+        "shrinking): resolved, verdicts, rounds, feedback tokens, cost. Rerun with the same "
+        "--output-dir to resume.",
+        epilog="examples: pgs ladder --examples --model gpt-4o-mini --config paper; "
+        "pgs ladder --instances verified.jsonl --repos-dir ~/mirrors --model gpt-4o "
+        "--output-dir runs/ladder --json",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--instances", type=Path, help="SWE-bench records: JSON list or JSONL")
+    source.add_argument(
+        "--examples",
+        nargs="*",
+        metavar="NAME",
+        help=f"the bundled examples (default: all of {', '.join(example_names())})",
+    )
+    parser.add_argument(
+        "--rows",
+        default=",".join(DEFAULT_ROWS),
+        help=f"comma-separated rows, of {', '.join(ROWS)} (default: {','.join(DEFAULT_ROWS)})",
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=Path,
+        help="the ladder's folder, one subfolder per row (default: a new folder "
+        "trajectories/<time>-ladder-<model>-<random>); give an earlier one to resume it",
+    )
+    parser.add_argument(
+        "--redo", action="store_true", help="rerun finished instances and grade again"
+    )
+    parser.add_argument("--json", action="store_true", help="print the table as JSON")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML file with the run's sections (e.g. `paper`, the paper's sampling and "
+        "budgets); repeat it to stack files, later ones win",
+    )
+    records = parser.add_argument_group("SWE-bench records (with --instances)")
+    records.add_argument("--filter", help="regular expression on instance ids")
+    records.add_argument("--slice", dest="slice_", metavar="A:B", help="instances A to B-1")
+    records.add_argument("--shuffle", action="store_true", help="shuffle before slicing")
+    records.add_argument("--seed", type=int, default=42, help="seed of --shuffle")
+    records.add_argument("--workers", type=int, default=1, help="instances run at once")
+    records.add_argument(
+        "--hints", action="store_true", help="append each instance's hints_text to the issue"
+    )
+    records.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds for one instance's grading"
+    )
+    add_environment_flags(records)
+    add_executor_flags(records)
+    add_config_flags(parser)
+    parser.set_defaults(func=cmd_ladder)
+
+
+def example_names() -> list[str]:
+    return sorted(p.name for p in EXAMPLES.iterdir() if (p / "issue.md").is_file())
+
+
+def choose_rows(text: str) -> list[Row]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in ROWS]
+    if unknown or not names:
+        problem = f"unknown row {unknown[0]!r}" if unknown else "no row given"
+        raise InputError(f"--rows {text!r}: {problem}; the rows are {', '.join(ROWS)}")
+    if len(set(names)) < len(names):
+        raise InputError(f"--rows {text!r}: a row is named twice")
+    return [ROWS[name] for name in names]
+
+
+def check_config(config: RunConfig, rows: Sequence[Row]) -> None:
+    """Refuse settings the rows make themselves, and rows that would come out the same."""
+    fixed = sorted(config.pgs.model_fields_set & {"feedback", "filter"})
+    fixed += ["check.shrink"] if "shrink" in config.pgs.check.model_fields_set else []
+    if fixed:
+        raise InputError(
+            f"pgs.{fixed[0]} is set by each row of the ladder: leave it out of the flags and "
+            "--config files (choose rows with --rows)"
+        )
+    seen: dict[str, str] = {}
+    for row in rows:
+        key = ablation(row.config(config).pgs).model_dump_json()
+        if key in seen:
+            raise InputError(
+                f"rows {seen[key]} and {row.name} would run the same setting ({key}): give "
+                "the pgs row more than one round (--rounds)"
+            )
+        seen[key] = row.name
+
+
+def check_folder(folder: Path, row: Row, config: RunConfig) -> None:
+    """Refuse to resume a row folder whose runs used another setting (a ladder started with
+    other flags): the row would mix two settings."""
+    wanted = ablation(row.config(config).pgs)
+    for path in sorted(folder.glob("*/*.traj")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue  # an unreadable run is run again
+        found = ablation_of(data) if isinstance(data, dict) else None
+        if found is not None and found != wanted:
+            raise InputError(
+                f"{path} ran with another setting ({found.model_dump_json()}) than the {row.name} "
+                f"row now has ({wanted.model_dump_json()}): pass --redo to run it again, or "
+                "another --output-dir"
+            )
+
+
+def cmd_ladder(args: argparse.Namespace) -> int:
+    config = load_config(args.config, flag_overrides(args))
+    rows = choose_rows(args.rows)
+    check_config(config, rows)
+    if args.workers < 1:
+        raise InputError("--workers must be at least 1")
+    output_dir = args.output_dir or default_output_dir(f"ladder-{config.model.name}")
+    if not args.redo:
+        for row in rows:
+            check_folder(output_dir / row.name, row, config)
+    stats = GlobalStats()
+    if args.instances is not None:
+        code = run_records(args, config, rows, output_dir, stats)
+    else:
+        code = run_examples(args, config, rows, output_dir, stats)
+    if code:
+        return code
+    result = compare([output_dir / row.name for row in rows])
+    by_dir = {str(output_dir / row.name): row for row in rows}
+    for entry in result["rows"]:
+        named = [by_dir[run] for run in entry["runs"] if run in by_dir]
+        entry["ladder"] = [{"row": r.name, "title": r.title} for r in named]
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_comparison(result, title="the PGS ladder (Table 7 at repository level)")
+        for row in rows:
+            err.print(f"{row.name}: {row.title}")
+    err.print(f"cost: ${stats.total_cost:.4f}; the rows are in {output_dir}")
+    return 0
+
+
+# -- SWE-bench records ----------------------------------------------------------------------------
+
+
+def run_records(
+    args: argparse.Namespace,
+    config: RunConfig,
+    rows: Sequence[Row],
+    output_dir: Path,
+    stats: GlobalStats,
+) -> int:
+    from agent.swebench.evaluate import evaluate
+
+    chosen = select(
+        load_instances(args.instances),
+        pattern=args.filter,
+        slice_=args.slice_,
+        shuffle=args.shuffle,
+        seed=args.seed,
+    )
+    if not chosen:
+        raise InputError("no instance left after --filter / --slice")
+    envs = Environments(
+        args.repos_dir,
+        parse_python_map(args.python_map),
+        args.image_source,
+        RUN_ID,
+        registry=args.registry,
+    )
+    for row in rows:
+        folder = output_dir / row.name
+        err.print(f"[bold]{row.name}[/]: {row.title}, {len(chosen)} instances, in {folder}")
+        batch = Batch(
+            chosen,
+            row.config(config),
+            folder,
+            envs,
+            hints=args.hints,
+            redo=args.redo,
+            workers=args.workers,
+            stats=stats,
+        )
+        statuses, skipped = batch.run(
+            executor=make_executor(args.executor, args.workers, args.ray_address)
+        )
+        print_statuses(statuses, skipped, batch)
+        if batch.stop.is_set():
+            err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")
+            return INTERRUPTED
+        report_dir = folder / "eval"
+        if args.redo or not graded(folder, report_dir):
+            err.print(f"{row.name}: grading {len(batch.preds)} predictions")
+            evaluate(
+                dict(batch.preds),
+                chosen,
+                envs,
+                report_dir,
+                workers=args.workers,
+                timeout=args.timeout,
+                run_id=RUN_ID,
+                executor=make_executor(args.executor, args.workers, args.ray_address),
+            )
+    return 0
+
+
+def graded(folder: Path, report_dir: Path) -> bool:
+    """A summary of this ladder newer than the row's predictions: nothing new to grade."""
+    preds = folder / "preds.json"
+    summaries = list(report_dir.glob(f"*.{RUN_ID}.json"))
+    return (
+        preds.is_file()
+        and bool(summaries)
+        and max(p.stat().st_mtime for p in summaries) >= preds.stat().st_mtime
+    )
+
+
+# -- the bundled examples -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Example:
+    name: str
+    repo: Path
+    instance_id: str
+    problem: str
+
+
+def run_examples(
+    args: argparse.Namespace,
+    config: RunConfig,
+    rows: Sequence[Row],
+    output_dir: Path,
+    stats: GlobalStats,
+) -> int:
+    names = args.examples or example_names()
+    unknown = [name for name in names if name not in example_names()]
+    if unknown:
+        raise InputError(
+            f"--examples: no bundled example {unknown[0]!r}; there are {', '.join(example_names())}"
+        )
+    with tempfile.TemporaryDirectory(prefix="pgs-ladder-") as tmp:
+        examples = []
+        for name in names:
+            # Fixed dates: the same commit, so the same image and instance id, on every resume.
+            repo = make_example_repo(Path(tmp) / name, name)
+            task = load_issue(str(EXAMPLES / name / "issue.md"), repo)
+            examples.append(Example(name, repo, task.instance_id, task.problem_statement))
+        for row in rows:
+            folder = output_dir / row.name
+            err.print(f"[bold]{row.name}[/]: {row.title}, {len(examples)} examples, in {folder}")
+            for example in examples:
+                run_example(example, row, row.config(config), folder, stats, redo=args.redo)
+            changed = collect_predictions(folder)
+            report_dir = folder / "eval"
+            if args.redo or changed or not graded(folder, report_dir):
+                grade_examples(examples, folder, report_dir, config.model.name)
+    return 0
+
+
+def run_example(
+    example: Example,
+    row: Row,
+    config: RunConfig,
+    folder: Path,
+    stats: GlobalStats,
+    *,
+    redo: bool,
+) -> None:
+    from agent.core.run import Task
+
+    paths = output_paths(folder, example.instance_id)
+    if not redo and finished_status(paths["traj"]):
+        err.print(f"  {example.instance_id}: finished before (--redo runs it again)")
+        return
+    check_output_dir(folder, example.instance_id, overwrite=True)
+    task = Task(example.instance_id, example.problem, example.repo)
+    try:
+        status = run_task(task, config, folder, global_stats=stats).exit_status
+    except Exception as e:  # as pgs batch does: the crash is recorded and the ladder goes on
+        status = "exit_error"
+        record_crash(paths, example.instance_id, config, e)
+    err.print(f"  {example.instance_id}: {status}")
+
+
+def record_crash(
+    paths: dict[str, Path], instance_id: str, config: RunConfig, error: Exception
+) -> None:
+    """A ``.traj`` (exit_error and the message, over what the run saved), ``.patch`` and
+    ``.pred`` for a run that crashed (a sandbox that died, an image that failed to build)."""
+    try:
+        data = json.loads(paths["traj"].read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        data = {"trajectory": [], "history": [], "replay_config": {}}
+    info = data.setdefault("info", {})
+    message = f"{type(error).__name__}: {error}"
+    info.update(exit_status="exit_error", error=message, instance_id=instance_id)
+    patch = str(info.get("submission") or "")
+    info["submission"] = patch
+    write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
+    write_atomic(paths["patch"], patch)
+    pred = {
+        "instance_id": instance_id,
+        "model_name_or_path": config.model.name,
+        "model_patch": patch,
+        **prediction_fields(data, mode=config.pgs.feedback),
+    }
+    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+
+
+def collect_predictions(folder: Path) -> bool:
+    """``preds.json`` from the row's ``.pred`` files, as ``pgs batch`` writes it; whether it
+    changed (so that a resumed row is graded again only when it ran something). The
+    ``.pred`` files are the runs' own record: an instance run again replaces its entry."""
+    preds = {}
+    for pred_path in sorted(folder.glob("*/*.pred")):
+        pred = json.loads(pred_path.read_text(encoding="utf-8"))
+        preds[str(pred["instance_id"])] = pred
+    path = folder / "preds.json"
+    text = json.dumps(preds, indent=2, ensure_ascii=False)
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    write_atomic(path, text)
+    return True
+
+
+def grade_examples(examples: Sequence[Example], folder: Path, report_dir: Path, model: str) -> None:
+    """The hidden tests of each example on its patch; a summary ``pgs report`` reads."""
+    preds = read_predictions(folder)
+    resolved: list[str] = []
+    unresolved: list[str] = []
+    empty: list[str] = []
+    errors: dict[str, str] = {}
+    for example in examples:
+        patch = str((preds.get(example.instance_id) or {}).get("model_patch") or "")
+        if not patch.strip():
+            empty.append(example.instance_id)
+            continue
+        err.print(f"  {example.instance_id}: the hidden tests")
+        try:
+            ok = _check_hidden_tests(example.repo, patch, EXAMPLES / example.name / "hidden") == 0
+        except Exception as e:  # graded as an error, as pgs eval grades what it cannot run
+            errors[example.instance_id] = f"{type(e).__name__}: {e}"
+            continue
+        (resolved if ok else unresolved).append(example.instance_id)
+    summary = {
+        "total_instances": len(examples),
+        "submitted_instances": len(preds),
+        "resolved_instances": len(resolved),
+        "unresolved_instances": len(unresolved),
+        "empty_patch_instances": len(empty),
+        "error_instances": len(errors),
+        "submitted_ids": sorted(preds),
+        "resolved_ids": sorted(resolved),
+        "unresolved_ids": sorted(unresolved),
+        "empty_patch_ids": sorted(empty),
+        "error_ids": sorted(errors),
+        "errors": errors,
+        "schema_version": 2,
+        "run_id": RUN_ID,
+        "graded_by": "the bundled examples' hidden tests",
+    }
+    name = model.replace("/", "__")
+    write_atomic(report_dir / f"{name}.{RUN_ID}.json", json.dumps(summary, indent=4))

@@ -1,0 +1,352 @@
+"""``pgs ladder``: the PGS paper's Table 7 in one command, on the bundled example (``median``)
+with the in-process replay model answering for the Generator and the Tester from one policy
+(:func:`policy`), real Docker sandboxes, real pytest and Hypothesis, the hidden tests as the
+grade.
+
+The scripted session, in every row:
+
+- the Generator's first fix takes the middle values of the UNSORTED list (the issue's own
+  example, already sorted, passes; so do the repository's tests); after one feedback message,
+  the right fix;
+- the Tester writes the issue property (even counts) and a regression property (odd counts),
+  plus two the soundness filter drops: an issue property that passes on the original code, and
+  a regression property that pins the issue's own example to its old answer (dropped as
+  contradicting the issue); a fresh probe adds a bounds property.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+
+TESTER_PROMPT = "You are a test engineer"
+PROBE = "The properties already in the folder state these rules"
+PROPERTIES = ".pgs/properties"
+PINNED = f"{PROPERTIES}/test_pinned.py::test_median_of_the_issue_example_stays"
+PASSES = f"{PROPERTIES}/test_pinned.py::test_median_of_odd_count_as_issue"
+ISSUE = f"{PROPERTIES}/test_median.py::test_median_of_even_count"
+
+MEDIAN = """\
+import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from stats import median
+
+values_lists = st.lists(st.integers(-1000, 1000), min_size=1, max_size=10)
+
+
+@pytest.mark.pgs_issue("for an even count the median is the mean of the two middle sorted values")
+@given(values_lists)
+@example([1, 2, 3, 4])
+def test_median_of_even_count(values):
+    assume(len(values) % 2 == 0)
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    assert median(values) == (ordered[middle - 1] + ordered[middle]) / 2
+
+
+@pytest.mark.pgs_regression("for an odd count the median is the middle sorted value")
+@given(values_lists)
+def test_median_of_odd_count(values):
+    assume(len(values) % 2 == 1)
+    assert median(values) == sorted(values)[len(values) // 2]
+"""
+#: Two properties the filter drops: an issue property that passes on the original code, and a
+#: regression property asserting the old answer on the issue's own example.
+UNSOUND = """\
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from stats import median
+
+
+@pytest.mark.pgs_issue("for an odd count the median is the middle sorted value")
+@given(st.lists(st.integers(-9, 9), min_size=1, max_size=5))
+def test_median_of_odd_count_as_issue(values):
+    if len(values) % 2:
+        assert median(values) == sorted(values)[len(values) // 2]
+
+
+@pytest.mark.pgs_regression("one value is its own median, and the issue's example stays 3")
+@given(st.lists(st.integers(5, 9), min_size=1, max_size=1))
+@example([1, 2, 3, 4])
+def test_median_of_the_issue_example_stays(values):
+    assert median(values) == (3 if values == [1, 2, 3, 4] else values[0])
+"""
+BOUNDS = """\
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from stats import median
+
+
+@pytest.mark.pgs_regression("the median lies between the smallest and the largest value")
+@given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=10))
+def test_median_within_bounds(values):
+    assert min(values) <= median(values) <= max(values)
+"""
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"content": f"{name}.", "tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def write(files: dict[str, str]) -> dict[str, Any]:
+    parts = [f"mkdir -p {PROPERTIES}"]
+    parts += [f"cat > {path} <<'PGS_EOF'\n{text}PGS_EOF" for path, text in files.items()]
+    return call("bash", command="\n".join(parts))
+
+
+def edit(old: str, new: str) -> dict[str, Any]:
+    path = "/repo/stats.py"
+    return call("str_replace_editor", command="str_replace", path=path, old_str=old, new_str=new)
+
+
+WRONG = edit(
+    "    return ordered[len(ordered) // 2]\n",
+    "    middle = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[middle]\n"
+    "    return (values[middle - 1] + values[middle]) / 2\n",
+)
+RIGHT = edit(
+    "    return (values[middle - 1] + values[middle]) / 2\n",
+    "    return (ordered[middle - 1] + ordered[middle]) / 2\n",
+)
+GENERATOR = [WRONG, call("submit"), RIGHT, call("submit")]
+TESTER = [
+    write({f"{PROPERTIES}/test_median.py": MEDIAN, f"{PROPERTIES}/test_pinned.py": UNSOUND}),
+    call("submit"),
+]
+PROBE_TURN = [write({f"{PROPERTIES}/test_median_bounds.py": BOUNDS}), call("submit")]
+
+
+def policy(request: dict[str, Any]) -> dict[str, Any]:
+    """Both conversations, told apart by the system prompt; each answered by how far it got."""
+    messages = request["messages"]
+    replies = sum(m["role"] == "assistant" for m in messages)
+    if str(messages[0]["content"]).startswith(TESTER_PROMPT):
+        steps = PROBE_TURN if PROBE in str(messages[1]["content"]) else TESTER
+    else:
+        steps = GENERATOR
+    return steps[min(replies, len(steps) - 1)]
+
+
+def ladder(out: Path, *flags: str) -> list[str]:
+    return [
+        "ladder",
+        "--examples",
+        "--model",
+        "replay",
+        "--model.script",
+        f"{__name__}:policy",
+        "--pgs.check",
+        json.dumps({"max_examples": 50, "test_timeout": 5}),
+        "--output-dir",
+        str(out),
+        *flags,
+    ]
+
+
+def values(example: str) -> list[int]:
+    name, _, value = example.partition("=")
+    assert name == "values", example
+    parsed: list[int] = ast.literal_eval(value)
+    return parsed
+
+
+@pytest.mark.docker
+def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
+    docker_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ladder"
+    capsys.readouterr()
+    assert main(ladder(out, "--json")) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    rows = data["rows"]
+    names = [entry["row"] for row in rows for entry in row["ladder"]]
+    assert names == ["io", "property", "property-min", "filter", "pgs"]
+    settings = [row["setting"] for row in rows]
+    assert settings == [
+        {"mode": "io", "rounds": 1, "filter": None, "fresh_probes": None, "shrink": False},
+        {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": False},
+        {"mode": "property-min", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": True},
+        {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0, "shrink": True},
+        {"mode": "property-min", "rounds": 5, "filter": True, "fresh_probes": 1, "shrink": True},
+    ]
+    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests, so no
+    # feedback and a wrong patch; every property row gets the right fix after one message.
+    assert [row["resolved"] for row in rows] == [0, 1, 1, 1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [0, 1, 1, 1, 1]
+    # Unfiltered, the pinned property punishes the right fix: failed; filtered: passed.
+    verdicts = [next(v for v, n in row["verdicts"].items() if n) for row in rows]
+    assert verdicts == ["tests-only", "failed", "failed", "passed", "passed"]
+
+    def traj(row: str) -> dict[str, Any]:
+        (path,) = (out / row).glob("*/*.traj")
+        data: dict[str, Any] = json.loads(path.read_text())
+        return data
+
+    # No minimisation: the first failing input generated, unshrunk; with it: shrunk.
+    fed = {}
+    for row in ("property", "property-min", "filter"):
+        (selection,) = [r["selection"] for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
+        assert selection["result"]["nodeid"] == ISSUE
+        fed[row] = values(selection["input"])
+    assert fed["property-min"] == fed["filter"]
+    assert len(fed["property-min"]) == 4 and set(fed["property-min"]) <= {0, 1}
+    assert fed["property"] != fed["property-min"] and max(map(abs, fed["property"])) > 1
+    assert f"Input: values={fed['property']!r}" in traj("property")["pgs"]["rounds"][0]["feedback"]
+    # The command that reruns the property alone shrinks as the row does.
+    rerun = {
+        row: next(
+            line
+            for line in traj(row)["pgs"]["rounds"][0]["feedback"].splitlines()
+            if line.startswith("Rerun it alone: ")
+        )
+        for row in ("property", "property-min")
+    }
+    assert rerun["property"].startswith("Rerun it alone: PGS_SHRINK=0 PYTHONPATH=")
+    assert "PGS_SHRINK" not in rerun["property-min"]
+
+    # Unfiltered keeps what the filter drops: nothing dropped, no contradiction check.
+    for row in ("property", "property-min"):
+        validation = traj(row)["pgs"]["validation"]
+        assert PINNED in validation["kept"] and PASSES in validation["kept"]
+        assert validation["dropped"] == [] and validation["filter"] is False
+    for row in ("filter", "pgs"):
+        validation = traj(row)["pgs"]["validation"]
+        assert PINNED not in validation["kept"] and PASSES not in validation["kept"]
+        reasons = {d["nodeid"]: d["reason"] for d in validation["dropped"]}
+        assert "contradicts the issue" in reasons[PINNED]
+    # Only the full PGS row probes: one round rows refine once and stop.
+    assert [len(traj(row)["pgs"]["tester_turns"]) for row in ("property", "filter", "pgs")] == [
+        1,
+        1,
+        2,
+    ]
+    # Each prediction names its whole setting beside the mode.
+    pred = json.loads((out / "property" / "preds.json").read_text())
+    (entry,) = pred.values()
+    assert {k: entry[k] for k in entry if k.startswith("pgs_") and k != "pgs_feedback_tokens"} == {
+        "pgs_mode": "property",
+        "pgs_verdict": "failed",
+        "pgs_rounds": 1,
+        "pgs_max_rounds": 1,
+        "pgs_filter": False,
+        "pgs_fresh_probes": 0,
+        "pgs_shrink": False,
+    }
+
+    # Resumed: nothing runs again, nothing is graded again, the same rows as a table.
+    stamps = {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")}
+    assert main(ladder(out)) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("finished before") == 5
+    assert "hidden tests" not in captured.err
+    assert {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")} == stamps
+    table = [
+        line
+        for line in captured.out.splitlines()
+        if re.match(r"│ (io|property|property-min|filter|pgs) ", line)
+    ]
+    assert len(table) == 5 and len(set(table)) == 5
+    assert main(["report", *(str(out / row) for row in names), "--json"]) == 0
+    assert [row["setting"] for row in json.loads(capsys.readouterr().out)["rows"]] == settings
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--rows", "io,pgs,nope"], r"--rows 'io,pgs,nope': unknown row 'nope'; the rows are"),
+        (["--rows", "io,io"], r"a row is named twice"),
+        (["--feedback", "io"], r"pgs\.feedback is set by each row of the ladder"),
+        (["--no-pgs.filter"], r"pgs\.filter is set by each row of the ladder"),
+        (["--pgs.check", '{"shrink": true}'], r"pgs\.check\.shrink is set by each row"),
+        (
+            ["--rounds", "1", "--pgs.fresh-probes", "0"],
+            r"rows filter and pgs would run the same setting",
+        ),
+        (["--examples", "nope"], r"--examples: no bundled example 'nope'; there are median"),
+        (["--config", "no-such.yaml"], r"cannot read the config file no-such\.yaml"),
+    ],
+)
+def test_a_mistake_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    argv = ladder(tmp_path / "out")
+    if "--examples" in flags:
+        argv.remove("--examples")
+    capsys.readouterr()
+    assert main([*argv, *flags]) == 2
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("pgs: error: ") and re.search(message, line), line
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_paper_config_is_shipped_and_named_by_its_name(tmp_path: Path) -> None:
+    from agent.core.config import load_config
+
+    for name in ("paper", "paper.yaml"):
+        config = load_config([Path(name)], {"model": {"name": "m"}})
+        assert (config.model.temperature, config.model.top_p) == (0.7, 0.95)
+        assert config.model.max_output_tokens == 32768
+        assert (config.pgs.rounds, config.pgs.check.max_examples) == (5, 64)
+    # A file of that name in the working folder is the file, not the shipped one.
+    own = tmp_path / "paper"
+    own.write_text("model: {temperature: 0.2}\n")
+    assert load_config([own], {"model": {"name": "m"}}).model.temperature == 0.2
+
+
+@pytest.mark.docker
+def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
+    base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agent.models.scripted import ScriptedServer
+    from tests.pgs.test_compare import I1, two_round_policy
+    from tests.support.swe_dataset import batch_args, make_dataset
+
+    dataset = make_dataset(tmp_path / "swe")
+    out = tmp_path / "ladder"
+    with ScriptedServer(two_round_policy) as server:
+        argv = batch_args(dataset, server.url, out, "--filter", f"^{I1}$", feedback=None)
+        capsys.readouterr()
+        assert main(["ladder", *argv[1:], "--rows", "io,pgs", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [[entry["row"] for entry in row["ladder"]] for row in rows] == [["io"], ["pgs"]]
+    assert [(row["setting"]["mode"], row["setting"]["rounds"]) for row in rows] == [
+        ("io", 1),
+        ("property-min", 5),
+    ]
+    # Each row graded as `pgs eval` grades, its summary in the row's folder.
+    for row in ("io", "pgs"):
+        summary = json.loads((out / row / "eval" / "scripted.ladder.json").read_text())
+        assert summary["resolved_ids"] == [I1]
+    assert [row["resolved"] for row in rows] == [1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [1, 1]
+
+
+def test_a_row_folder_of_another_setting_is_not_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    run = out / "pgs" / "median__issue" / "median__issue.traj"
+    run.parent.mkdir(parents=True)
+    setting = {"mode": "property-min", "rounds": 3, "filter": True, "fresh_probes": 1}
+    pgs = {"mode": "property-min", "ablation": {**setting, "shrink": True}}
+    run.write_text(json.dumps({"info": {"exit_status": "submitted"}, "pgs": pgs}))
+    capsys.readouterr()
+    assert main(ladder(out)) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"pgs: error: {run} ran with another setting (") and "--redo" in line
+    assert sorted(p.name for p in out.iterdir()) == ["pgs"]  # nothing ran
