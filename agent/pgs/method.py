@@ -25,10 +25,11 @@ The sandbox is left with the candidate applied, so the Generator goes on from it
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
 import shlex
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,6 +54,7 @@ from agent.pgs.records import (
     SelectionRecord,
     TesterConversation,
     TesterTurn,
+    TokenizerRecord,
     ValidationRecord,
     Verdict,
 )
@@ -60,6 +62,7 @@ from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
+from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
 from agent.pgs.validate import drop_contradictions, validate_properties
 from envs.sandbox import Sandbox
 
@@ -108,8 +111,16 @@ class PGSConfig(BaseModel):
     tester_base_url: str | None = Field(
         default=None, description="the Tester model's base URL (default: the Generator's)"
     )
-    tokenizer: Literal["auto", "tiktoken", "vllm", "simple"] = Field(
-        default="auto", description="how input tokens are counted to pick the smallest failure"
+    tokenizer: TokenizerName = Field(default="auto", description=TOKENIZER_HELP)
+    fresh_inputs: bool = Field(
+        default=True,
+        description="every check draws new inputs: a new Hypothesis seed per check, derived "
+        "from --pgs.seed and recorded per round (off: derandomised, the same inputs every check)",
+    )
+    seed: int | None = Field(
+        default=None,
+        description="the run's seed, from which every check's Hypothesis seed derives (default: "
+        "a random one, recorded in the .traj as pgs.seed; pass it again to replay the inputs)",
     )
     keep_properties: bool = Field(
         default=False, description="also write the kept properties as <id>.properties.patch"
@@ -194,7 +205,39 @@ class PGS:
         self.record = PGSRecord(
             mode=config.feedback, properties={}, verdict_reason="no candidate was checked"
         )
+        #: Checks and validations run so far: the n-th draws its inputs with seed_for(n).
+        self.checks_run = 0
+        self.last_seed: int | None = None
+        if config.fresh_inputs:
+            self.record.seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
+        self._record_tokenizer(counter)
         self._sync()
+
+    def _record_tokenizer(self, counter: TokenCounter) -> None:
+        """The counter in the record; once per run, a warning when only the regex rule is left."""
+        if not isinstance(counter, ChosenCounter):
+            self.record.tokenizer = TokenizerRecord(setting="given", counter=counter.name)
+            return
+        self.record.tokenizer = TokenizerRecord(
+            setting=counter.setting, counter=counter.name, fallback=counter.fallback
+        )
+        warning = counter.warning()
+        if warning is not None:
+            logger.warning("%s", warning)
+            self.status(f"warning: {warning}")
+
+    def seed_for(self, n: int) -> int | None:
+        """The Hypothesis seed of the run's n-th check (None: derandomised): a function of the
+        run's seed and n, so a replayed run draws the same inputs check by check."""
+        if self.record.seed is None:
+            return None
+        digest = hashlib.sha256(f"{self.record.seed}:{n}".encode()).digest()
+        return int.from_bytes(digest[:4], "big")
+
+    def _next_settings(self) -> CheckSettings:
+        self.checks_run += 1
+        self.last_seed = self.seed_for(self.checks_run)
+        return self.check_settings.model_copy(update={"seed": self.last_seed})
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
@@ -274,6 +317,7 @@ class PGS:
 
     def _record_report(self, round_record: RoundRecord, report: CheckReport) -> None:
         round_record.report = report.model_copy(deep=True)
+        round_record.seed = self.last_seed
         round_record.failures = len(report.failures())
         verdict, why = judge(report, self.shows_bug)
         self._set_verdict(round_record, verdict, why)
@@ -288,8 +332,9 @@ class PGS:
         if "::" not in result.nodeid or result.nodeid.startswith("test_cmd:"):
             return None
         folder = install_plugin(self.sandbox)
+        seed = "" if self.last_seed is None else f"PGS_SEED={self.last_seed} "
         return (
-            f"PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
+            f"{seed}PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
             f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
         )
 
@@ -313,7 +358,7 @@ class PGS:
             properties=self.kept,
             repo_tests=repo_tests,
             baseline=baseline,
-            settings=self.check_settings,
+            settings=self._next_settings(),
         )
 
     def write_and_validate_properties(self) -> None:
@@ -402,11 +447,12 @@ class PGS:
             self.record.validation = ValidationRecord(note="no properties")
             self._sync()
             return
+        settings = self._next_settings()
         original = run_pytest(
             self.sandbox,
             [self.config.tester.properties_dir],
-            settings=self.check_settings,
-            timeout=self.check_settings.run_timeout,
+            settings=settings,
+            timeout=settings.run_timeout,
         )
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
@@ -422,7 +468,11 @@ class PGS:
             n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"
         }
         validation = ValidationRecord(
-            kept=list(kept), dropped=dropped_records, report=original, filter=self.config.filter
+            kept=list(kept),
+            dropped=dropped_records,
+            report=original,
+            filter=self.config.filter,
+            seed=settings.seed,
         )
         if not self.shows_bug:
             validation.note = (
