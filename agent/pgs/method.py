@@ -207,7 +207,8 @@ class PGS:
         )
         #: Checks and validations run so far: the n-th draws its inputs with seed_for(n).
         self.checks_run = 0
-        self.last_seed: int | None = None
+        #: The seed of the last check of a candidate: its round records it, its rerun uses it.
+        self.check_seed: int | None = None
         if config.fresh_inputs:
             self.record.seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
         self._record_tokenizer(counter)
@@ -236,8 +237,7 @@ class PGS:
 
     def _next_settings(self) -> CheckSettings:
         self.checks_run += 1
-        self.last_seed = self.seed_for(self.checks_run)
-        return self.check_settings.model_copy(update={"seed": self.last_seed})
+        return self.check_settings.model_copy(update={"seed": self.seed_for(self.checks_run)})
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
@@ -317,7 +317,7 @@ class PGS:
 
     def _record_report(self, round_record: RoundRecord, report: CheckReport) -> None:
         round_record.report = report.model_copy(deep=True)
-        round_record.seed = self.last_seed
+        round_record.seed = self.check_seed
         round_record.failures = len(report.failures())
         verdict, why = judge(report, self.shows_bug)
         self._set_verdict(round_record, verdict, why)
@@ -332,7 +332,7 @@ class PGS:
         if "::" not in result.nodeid or result.nodeid.startswith("test_cmd:"):
             return None
         folder = install_plugin(self.sandbox)
-        seed = "" if self.last_seed is None else f"PGS_SEED={self.last_seed} "
+        seed = "" if self.check_seed is None else f"PGS_SEED={self.check_seed} "
         return (
             f"{seed}PYTHONPATH={shlex.quote(folder)} {shlex.quote(self.check_settings.python)} -m "
             f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
@@ -353,12 +353,14 @@ class PGS:
             applied = box.run(f"git apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
             if not applied.ok:
                 raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
+        settings = self._next_settings()
+        self.check_seed = settings.seed
         return check_candidate(
             box,
             properties=self.kept,
             repo_tests=repo_tests,
             baseline=baseline,
-            settings=self._next_settings(),
+            settings=settings,
         )
 
     def write_and_validate_properties(self) -> None:

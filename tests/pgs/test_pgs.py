@@ -404,7 +404,7 @@ def test_the_correct_candidate_passes_and_the_loop_stops(main_run: Run) -> None:
     assert main_run.traj["info"]["exit_status"] == "submitted"
     assert main_run.code == 0
     assert "2 candidates checked, 1 feedback messages; verdict: passed" in main_run.stderr
-    assert "round 1: 2 property violations; chose the one" in main_run.stderr
+    assert re.search(r"round 1: \d+ property violations; chose the one", main_run.stderr)
     # No Generator request after its second submit: the loop stopped there.
     assert max(asked(r) for r in main_run.generator_requests) == 3
 
