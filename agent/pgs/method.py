@@ -8,7 +8,9 @@ Per submission (:meth:`PGS.review`):
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
    one more turn with the validation report's lines (``tester_retries``);
 3. the related repository tests get a baseline on the original code (cached per test file);
-4. the candidate is re-applied and checked: kept properties + related tests, one pytest run;
+4. the candidate is re-applied and checked: kept properties + related tests, one pytest run,
+   with fresh inputs: the n-th check (or validation) of a run draws them with its own
+   Hypothesis seed, derived from the run's seed (:meth:`PGS.seed_for`) and recorded;
 5. all pass → before accepting, while feedback rounds remain, the Tester looks for new rules
    once more (``fresh_probes``; it never sees the patch) and the candidate meets those too;
 6. a failure → ONE failure is selected (``--feedback`` mode) and rendered, until ``rounds``
