@@ -132,7 +132,7 @@ class TokenizeServer:
 def _fresh_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(tokens, "_vllm_probes", {})
     monkeypatch.setattr(tokens, "_tiktoken_cache", {})
-    monkeypatch.setattr(tokens, "_hf_cache", {})
+    monkeypatch.setattr(tokens, "_hf_cache", {}, raising=False)
     monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-hf-cache")
     monkeypatch.delenv("HF_HOME", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
