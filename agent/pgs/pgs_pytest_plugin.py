@@ -90,6 +90,8 @@ REPORT_ENV = "PGS_REPORT"
 DEFAULT_MAX_EXAMPLES = 64
 #: Distinct failing inputs kept per test beyond the reported one (the shortest are kept).
 DEFAULT_KEEP_INPUTS = 16
+#: Characters kept of what the code returned or raised on each of those inputs.
+SEEN_CHARS = 2000
 
 
 def _env_number(name: str, default: float) -> float:
@@ -304,6 +306,9 @@ def _seen_input(example: str, exc: BaseException, root: str) -> dict[str, Any]:
     if exc.__traceback__ is not None:
         info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
         found["trace"] = results.trace(info, root)
+    for key in ("returned", "exception"):  # up to 16 of them per test: each kept short
+        if found[key]:
+            found[key] = results.cap(found[key], SEEN_CHARS)
     return found
 
 
