@@ -159,7 +159,8 @@ class _Alarm:
 def _inner_function(item: Any) -> Any:
     obj = getattr(item, "obj", None)
     hypothesis = getattr(obj, "hypothesis", None)
-    return getattr(hypothesis, "inner_test", None)
+    inner = getattr(hypothesis, "inner_test", None)
+    return getattr(inner, "_pgs_wraps", inner)  # the test's own function under _Seen's wrapper
 
 
 def _current_input(item: Any, frame: Any) -> str | None:
@@ -236,7 +237,9 @@ class _Seen:
                 return self._call(*args, **kwargs)
 
             # Hypothesis names the test in its report by the inner function's name.
-            self.handle.inner_test = functools.update_wrapper(call, self.inner)
+            wrapper: Any = functools.update_wrapper(call, self.inner)
+            wrapper._pgs_wraps = self.inner
+            self.handle.inner_test = wrapper
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -28,6 +28,7 @@ PATH = ".pgs/properties/test_inputs.py"
 PROPERTIES = """\
 import json
 import os
+import time
 
 import pytest
 from hypothesis import given
@@ -51,10 +52,19 @@ def test_passes(xs):
 def test_small(xs):
     log("small", xs)
     assert max(xs) < 1000, f"returned {max(xs)!r}, expected < 1000"
+
+
+@pytest.mark.pgs_issue("returns at once")
+@given(st.integers(0, 100))
+def test_hangs(n):
+    if n > 10:
+        time.sleep(60)
 """
 
 
 def _calls(path: Path) -> list[tuple[str, Any]]:
+    if not path.exists():
+        return []
     return [tuple(json.loads(line)) for line in path.read_text().splitlines()]
 
 
@@ -140,6 +150,14 @@ def test_keep_inputs_0_keeps_only_the_reported_input(local: Any, tmp_path: Path)
     settings = SETTINGS.model_copy(update={"seed": 7, "keep_inputs": 0})
     report, _ = _run(local, tmp_path / "calls.jsonl", "test_small", settings=settings)
     assert [e.example for e in report.results[0].examples] == ["test_small(xs=[1000])"]
+
+
+def test_a_hang_still_names_the_input_it_was_running(local: Any, tmp_path: Path) -> None:
+    settings = SETTINGS.model_copy(update={"seed": 3, "test_timeout": 2})
+    report, _ = _run(local, tmp_path / "calls.jsonl", "test_hangs", settings=settings)
+    (result,) = report.results
+    assert result.category == "timeout"
+    assert result.example and result.example.startswith("test_hangs(n=")
 
 
 # --------------------------------------------------------------------------- seeds of a run
