@@ -347,7 +347,7 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
     """Run a Hypothesis test again with its explicit examples left out (Hypothesis stops at a
     failing one, never generating or shrinking): the generated, shrunk failing input, or None.
 
-    Same settings otherwise (the pgs profile: derandomised, no database), so two runs agree.
+    Same settings otherwise (the pgs profile, the check's seed), so two runs agree.
     """
     try:
         from hypothesis import Phase, settings
