@@ -20,8 +20,10 @@ their baseline, then the candidate is applied and checked ``--repeat`` times wit
 :func:`agent.pgs.check.check_candidate` (kept properties plus related tests, one pytest run); the
 first check in the container is reported apart from the warm median.
 
-Tokens, all counted with the same counter (:class:`agent.pgs.feedback.SimpleCounter`; tiktoken's
-o200k_base too when it can be loaded):
+Tokens, each counted by every counter side by side: the simple regex rule
+(:class:`agent.pgs.tokens.SimpleCounter`, the fallback and ``pgs report``'s count), tiktoken's
+o200k_base (gpt-4o) and cl100k_base (gpt-4), read offline, and each ``--hf tokenizer.json``
+given (a Hugging Face tokenizer of an open model):
 
 - ours: the property-min message (:func:`select_failure` + :func:`render_feedback`);
 - raw: the raw pytest output of the SAME failure, as ``--feedback io`` renders it;
@@ -29,15 +31,18 @@ o200k_base too when it can be loaded):
 - run: the whole stdout of pytest on the same targets, the same failing run (what the
   Generator reads if it runs the checks itself).
 
-Printed: ``raw_token_ratio=<raw / ours, median over the candidates>`` (the figure this bench
-reported first, target >= 5), then, last line,
+Printed: per counter, the median tokens of our message and its ratios; ``feedback_tokens_<counter>
+=<median tokens of our message>`` for each counter and ``tokenizer_over_simple=<median of
+tiktoken o200k / simple tokens of our message>``; ``raw_token_ratio=<raw / ours, median over the
+candidates>`` (the figure this bench reported first, target >= 5), then, last line,
 ``feedback_token_ratio=<run / ours, median over the candidates>``: our message against pytest's
-whole output for the same failing run.
+whole output for the same failing run (simple counter).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import tempfile
@@ -58,7 +63,13 @@ from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
-from agent.pgs.tokens import SimpleCounter, TiktokenCounter, TokenCounter, TokenizerUnavailable
+from agent.pgs.tokens import (
+    HfCounter,
+    SimpleCounter,
+    TiktokenCounter,
+    TokenCounter,
+    TokenizerUnavailable,
+)
 from agent.pgs.validate import validate_properties
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
@@ -182,12 +193,16 @@ def repositories() -> list[Repository]:
 # -- measuring --------------------------------------------------------------------------------
 
 
-def counters() -> list[TokenCounter]:
+def counters(hf: list[str]) -> list[TokenCounter]:
+    """The simple rule first, then every real tokenizer that loads (none is downloaded)."""
     found: list[TokenCounter] = [SimpleCounter()]
-    try:
-        found.append(TiktokenCounter("gpt-4o"))
-    except TokenizerUnavailable as e:
-        print(f"tiktoken: not used ({e})")
+    loaders = [lambda: TiktokenCounter("gpt-4o"), lambda: TiktokenCounter("gpt-4")]
+    loaders += [lambda path=path: HfCounter(path) for path in hf]  # type: ignore[misc]
+    for load in loaders:
+        try:
+            found.append(load())
+        except TokenizerUnavailable as e:
+            print(f"tokenizer not used: {e}")
     return found
 
 
@@ -285,7 +300,14 @@ def feedback_row(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="checks per candidate (>= 2)")
-    parser.add_argument("--max-examples", type=int, default=100, help="Hypothesis examples")
+    parser.add_argument("--max-examples", type=int, default=64, help="Hypothesis examples")
+    parser.add_argument(
+        "--hf",
+        action="append",
+        default=[],
+        metavar="TOKENIZER_JSON",
+        help="also count with this Hugging Face tokenizer.json (repeatable)",
+    )
     parser.add_argument(
         "--test-timeout", type=float, default=3.0, help="time limit per test (the hang hits it)"
     )
@@ -296,7 +318,7 @@ def main() -> None:
     settings = CheckSettings(
         max_examples=args.max_examples, test_timeout=args.test_timeout, run_timeout=300
     )
-    using = counters()
+    using = counters(args.hf)
     rows = [row for repo in repositories() for row in measure(repo, settings, args.repeat, using)]
 
     simple = SimpleCounter.name
@@ -311,10 +333,13 @@ def main() -> None:
             f"{r.run[simple] / r.ours[simple]:>10.2f}{r.first_check:>13.2f}"
             f"{r.warm_check:>8.2f}  {r.input[:60]}"
         )
-    for counter in using[1:]:
-        raws = [round(r.raw[counter.name] / r.ours[counter.name], 2) for r in rows]
-        runs = [round(r.run[counter.name] / r.ours[counter.name], 2) for r in rows]
-        print(f"{counter.name}: raw/ours per candidate {raws}, run/ours {runs}")
+    print(f"{'counter':<28}{'ours median':>12}{'raw/ours':>10}{'run/ours':>10}  ours per candidate")
+    for counter in using:
+        key = counter.name
+        ours = [r.ours[key] for r in rows]
+        raw = statistics.median(r.raw[key] / r.ours[key] for r in rows)
+        run = statistics.median(r.run[key] / r.ours[key] for r in rows)
+        print(f"{key:<28}{statistics.median(ours):>12g}{raw:>10.2f}{run:>10.2f}  {ours}")
     print(
         f"tokens: {simple} counter; ours = property-min message, raw = io rendering of the same "
         "failure, io = what --feedback io sends (first failing test), run = pytest's whole "
@@ -324,6 +349,13 @@ def main() -> None:
         f"checks: max_examples={settings.max_examples}, test_timeout={settings.test_timeout:g}s, "
         f"warm = median of {max(args.repeat - 1, 1)} checks after the first, same container"
     )
+    for counter in using:
+        label = re.sub(r"\W+", "_", counter.name).strip("_")
+        print(f"feedback_tokens_{label}={statistics.median(r.ours[counter.name] for r in rows):g}")
+    real = next((c.name for c in using if c.name == "tiktoken:o200k_base"), None)
+    if real is not None:
+        over = statistics.median(r.ours[real] / r.ours[simple] for r in rows)
+        print(f"tokenizer_over_simple={over:.2f}")
     raw_ratio = statistics.median(r.raw[simple] / r.ours[simple] for r in rows)
     print(f"raw_token_ratio={raw_ratio:.2f}")
     ratio = statistics.median(r.run[simple] / r.ours[simple] for r in rows)

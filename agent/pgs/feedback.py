@@ -3,7 +3,8 @@
 Three steps, one function each:
 
 - :func:`~agent.pgs.tokens.get_counter` — how tokens are counted: the model's own tokenizer
-  when it can be had (tiktoken for OpenAI names, a vLLM server's ``/tokenize``), else
+  when it can be had (tiktoken for OpenAI names, a Hugging Face ``tokenizer.json``, a vLLM or
+  SGLang server's ``/tokenize``), else
   :class:`~agent.pgs.tokens.SimpleCounter` (module :mod:`agent.pgs.tokens`, re-exported here).
 - :func:`select_failure` — which failure to show. Property modes choose among every failing
   INPUT of every failed test (:meth:`agent.pgs.report.TestResult.failing_inputs`: a property whose
@@ -34,6 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.core.prompts import default_prompt
 from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 from agent.pgs.tokens import (
+    ChosenCounter,
+    EndpointCounter,
+    HfCounter,
     SimpleCounter,
     TiktokenCounter,
     TokenCounter,
@@ -51,7 +55,10 @@ __all__ = [
     "MAX_ISSUE_EXAMPLE_CHARS",
     "MAX_TRACE_LINES",
     "PROPERTY_TEMPLATE",
+    "ChosenCounter",
+    "EndpointCounter",
     "FeedbackMode",
+    "HfCounter",
     "Selection",
     "SimpleCounter",
     "TiktokenCounter",

@@ -7,9 +7,11 @@ Per submission (:meth:`PGS.review`):
 2. first round: the Tester writes properties; they are validated on the original code
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
    one more turn with the validation report's lines (``tester_retries``);
-3. the related repository tests (or ``--test-cmd``) get a baseline on the original code (cached per
-   test file, and per command);
-4. the candidate is re-applied and checked: kept properties + related tests, one pytest run;
+3. the related repository tests (or ``--test-cmd``) get a baseline on the original code
+   (cached per test file, and per command);
+4. the candidate is re-applied and checked: kept properties + related tests, one pytest run,
+   with fresh inputs: the n-th check (or validation) of a run draws them with its own
+   Hypothesis seed, derived from the run's seed (:meth:`PGS.seed_for`) and recorded;
 5. all pass → before accepting, while feedback rounds remain, the Tester looks for new rules
    once more (``fresh_probes``; it never sees the patch) and the candidate meets those too;
 6. a failure → ONE failure is selected (``--feedback`` mode) and rendered, until ``rounds``
@@ -28,10 +30,11 @@ The sandbox is left with the candidate applied, so the Generator goes on from it
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import secrets
 import shlex
 from collections.abc import Callable
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -57,6 +60,7 @@ from agent.pgs.records import (
     SelectionRecord,
     TesterConversation,
     TesterTurn,
+    TokenizerRecord,
     ValidationRecord,
     Verdict,
 )
@@ -64,6 +68,7 @@ from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import PARTIAL_BELOW, CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
+from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
 from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
 from envs.sandbox import Sandbox
 
@@ -113,8 +118,16 @@ class PGSConfig(BaseModel):
     tester_base_url: str | None = Field(
         default=None, description="the Tester model's base URL (default: the Generator's)"
     )
-    tokenizer: Literal["auto", "tiktoken", "vllm", "simple"] = Field(
-        default="auto", description="how input tokens are counted to pick the smallest failure"
+    tokenizer: TokenizerName = Field(default="auto", description=TOKENIZER_HELP)
+    fresh_inputs: bool = Field(
+        default=True,
+        description="every check draws new inputs: a new Hypothesis seed per check, derived "
+        "from --pgs.seed and recorded per round (off: derandomised, the same inputs every check)",
+    )
+    seed: int | None = Field(
+        default=None,
+        description="the run's seed, from which every check's Hypothesis seed derives (default: "
+        "a random one, recorded in the .traj as pgs.seed; pass it again to replay the inputs)",
     )
     keep_properties: bool = Field(
         default=False, description="also write the kept properties as <id>.properties.patch"
@@ -229,7 +242,39 @@ class PGS:
             properties={},
             verdict_reason="no candidate was checked",
         )
+        #: Checks and validations run so far: the n-th draws its inputs with seed_for(n).
+        self.checks_run = 0
+        #: The seed of the last check of a candidate: its round records it, its rerun uses it.
+        self.check_seed: int | None = None
+        if config.fresh_inputs:
+            self.record.seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
+        self._record_tokenizer(counter)
         self._sync()
+
+    def _record_tokenizer(self, counter: TokenCounter) -> None:
+        """The counter in the record; once per run, a warning when only the regex rule is left."""
+        if not isinstance(counter, ChosenCounter):
+            self.record.tokenizer = TokenizerRecord(setting="given", counter=counter.name)
+            return
+        self.record.tokenizer = TokenizerRecord(
+            setting=counter.setting, counter=counter.name, fallback=counter.fallback
+        )
+        warning = counter.warning()
+        if warning is not None:
+            logger.warning("%s", warning)
+            self.status(f"warning: {warning}")
+
+    def seed_for(self, n: int) -> int | None:
+        """The Hypothesis seed of the run's n-th check (None: derandomised): a function of the
+        run's seed and n, so a replayed run draws the same inputs check by check."""
+        if self.record.seed is None:
+            return None
+        digest = hashlib.sha256(f"{self.record.seed}:{n}".encode()).digest()
+        return int.from_bytes(digest[:4], "big")
+
+    def _next_settings(self) -> CheckSettings:
+        self.checks_run += 1
+        return self.check_settings.model_copy(update={"seed": self.seed_for(self.checks_run)})
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
@@ -309,6 +354,7 @@ class PGS:
 
     def _record_report(self, round_record: RoundRecord, report: CheckReport) -> None:
         round_record.report = report.model_copy(deep=True)
+        round_record.seed = self.check_seed
         round_record.failures = len(report.failures())
         verdict, why = judge(report, self.shows_bug)
         self._set_verdict(round_record, verdict, why)
@@ -325,9 +371,10 @@ class PGS:
         folder = install_plugin(self.sandbox)
         # Without minimisation the rerun must not shrink either (the plugin's default does).
         unshrunk = "PGS_SHRINK=0 " if self.check_settings.shrink is False else ""
+        seed = "" if self.check_seed is None else f"PGS_SEED={self.check_seed} "
         python = shlex.quote(self.check_settings.python)
         return (
-            f"{unshrunk}PYTHONPATH={shlex.quote(folder)} {python} -m "
+            f"{seed}{unshrunk}PYTHONPATH={shlex.quote(folder)} {python} -m "
             f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
         )
 
@@ -346,12 +393,14 @@ class PGS:
             applied = box.run(f"git apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
             if not applied.ok:
                 raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
+        settings = self._next_settings()
+        self.check_seed = settings.seed
         return check_candidate(
             box,
             properties=self.kept,
             repo_tests=repo_tests,
             baseline=baseline,
-            settings=self.check_settings,
+            settings=settings,
         )
 
     def write_and_validate_properties(self) -> None:
@@ -441,11 +490,12 @@ class PGS:
             self.record.validation = ValidationRecord(note="no properties")
             self._sync()
             return
+        settings = self._next_settings()
         original = run_pytest(
             self.sandbox,
             [self.config.tester.properties_dir],
-            settings=self.check_settings,
-            timeout=self.check_settings.run_timeout,
+            settings=settings,
+            timeout=settings.run_timeout,
         )
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
@@ -468,6 +518,7 @@ class PGS:
             dropped=dropped_records,
             report=original,
             filter=self.config.filter,
+            seed=settings.seed,
         )
         if not self.shows_bug:
             validation.note = (

@@ -10,9 +10,13 @@ What it does:
 
 - registers the markers ``pgs_issue(rule)`` and ``pgs_regression(rule)``: the Tester marks
   each property with one, the rule in one sentence;
-- loads a Hypothesis profile that makes two runs give the same result: derandomised, no
-  example database, one failure per test (the minimal one; with ``PGS_SHRINK=0`` the first
-  found, unshrunk), no reproduction blobs;
+- loads a Hypothesis profile that makes two runs give the same result: no example database,
+  one failure per test (the minimal one; with ``PGS_SHRINK=0`` the first found, unshrunk), no
+  reproduction blobs; derandomised, unless ``PGS_SEED`` is set: then every Hypothesis test
+  runs with ``@seed`` of that seed mixed with its node id, so each check (a new seed) draws
+  new inputs and the same seed the same ones;
+- keeps every distinct input a Hypothesis test failed on while generating and shrinking (by
+  wrapping its ``hypothesis.inner_test``), at most ``PGS_KEEP_INPUTS``, the shortest;
 - stops a test that runs longer than ``PGS_TEST_TIMEOUT`` seconds (SIGALRM) and records the
   input it was running, when the test is a Hypothesis property;
 - when a property fails on an explicit ``@example``, runs it once more with the explicit
@@ -21,7 +25,9 @@ What it does:
   and records the generated, shrunk failing input beside the explicit one;
 - writes ``PGS_REPORT`` (a :class:`agent.pgs.report.CheckReport` as JSON) at the end of the session.
 
-Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (100),
+Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (64),
+``PGS_SEED`` (an integer; unset: derandomised), ``PGS_KEEP_INPUTS`` (16; ``0``: only the
+reported input),
 ``PGS_DEADLINE_MS`` (1000; ``0`` or ``none``: no deadline), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output), ``PGS_SHRINK`` (1;
 ``0``: Hypothesis's shrink phase off).
@@ -49,8 +55,9 @@ and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
 one line; for a test stopped by the time limit, the input it was running (not shrunk).
 ``examples`` (:class:`agent.pgs.report.FailingInput`) lists every failing input of a failed test:
 first the one the fields above describe (what pytest reported), then, after a failing explicit
-example, the generated one if the search found a different failing input. Node ids are
-pytest's own: the search adds inputs, never tests.
+example, the generated one if the search found a different failing input, then the other
+distinct inputs the test failed on while Hypothesis generated and shrank (shortest first).
+Node ids are pytest's own: the search adds inputs, never tests.
 
 Categories (the PGS paper's outcome classes): a Hypothesis test failing by AssertionError (or
 pytest's ``Failed``: ``pytest.raises`` saying DID NOT RAISE, ``pytest.fail``) is a
@@ -64,12 +71,14 @@ listed in ``errors``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import os
 import re
 import signal
 import time
+import zlib
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -82,6 +91,12 @@ else:
     import pgs_pytest_plugin_results as results
 
 REPORT_ENV = "PGS_REPORT"
+#: Inputs Hypothesis generates per property (the PGS paper: 64 test inputs per round).
+DEFAULT_MAX_EXAMPLES = 64
+#: Distinct failing inputs kept per test beyond the reported one (the shortest are kept).
+DEFAULT_KEEP_INPUTS = 16
+#: Characters kept of what the code returned or raised on each of those inputs.
+SEEN_CHARS = 2000
 
 
 def _env_number(name: str, default: float) -> float:
@@ -105,9 +120,11 @@ def _hypothesis_profile() -> None:
     # the first failing input found, as generated.
     left_out = {"explain"} if _env_number("PGS_SHRINK", 1) else {"explain", "shrink"}
     options: dict[str, Any] = {
+        # Without PGS_SEED every run draws the same inputs (derived from each test's source);
+        # with it, _seeded() gives every Hypothesis test its seed, which Hypothesis puts first.
         "derandomize": True,
         "database": None,
-        "max_examples": int(_env_number("PGS_MAX_EXAMPLES", 100)),
+        "max_examples": int(_env_number("PGS_MAX_EXAMPLES", DEFAULT_MAX_EXAMPLES)),
         "deadline": deadline_ms if deadline_ms > 0 else None,
         "print_blob": False,
         "report_multiple_bugs": False,
@@ -150,7 +167,8 @@ class _Alarm:
 def _inner_function(item: Any) -> Any:
     obj = getattr(item, "obj", None)
     hypothesis = getattr(obj, "hypothesis", None)
-    return getattr(hypothesis, "inner_test", None)
+    inner = getattr(hypothesis, "inner_test", None)
+    return getattr(inner, "_pgs_wraps", inner)  # the test's own function under _Seen's wrapper
 
 
 def _current_input(item: Any, frame: Any) -> str | None:
@@ -177,6 +195,132 @@ def _short_repr(value: Any, limit: int = 1000) -> str:
     except Exception as e:  # a broken __repr__ must not hide the timeout
         text = f"<unprintable {type(value).__name__}: {e}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# -- a seed per check, and every failing input the search saw ------------------------------------
+
+
+def _test_seed(nodeid: str) -> int | None:
+    """``PGS_SEED`` mixed with the node id (two properties over one strategy draw different
+    inputs), or None without ``PGS_SEED``. The same seed and node id give the same inputs."""
+    value = os.environ.get("PGS_SEED", "").strip()
+    if not value:
+        return None
+    return (int(value) + zlib.crc32(nodeid.encode("utf-8"))) % (2**32)
+
+
+def _seeded(item: Any) -> None:
+    """Give a Hypothesis test the check's seed (``@seed``, which wins over ``derandomize``)."""
+    seed = _test_seed(item.nodeid)
+    if seed is None or _inner_function(item) is None:
+        return
+    try:
+        from hypothesis import seed as hypothesis_seed
+    except ImportError:
+        return
+    hypothesis_seed(seed)(getattr(item.obj, "__func__", item.obj))
+
+
+class _Seen:
+    """Wraps a Hypothesis test's inner function (``f.hypothesis.inner_test``, which Hypothesis
+    reads at each call and documents as replaceable) to keep the inputs it failed on: while
+    generating and shrinking, Hypothesis reports only the one it shrank to.
+
+    The input is written down before the call (a test may change its arguments); at most
+    ``limit`` distinct inputs are kept, the shortest; skips, the time limit and Hypothesis's
+    own signals (``assume``) are not failures.
+    """
+
+    def __init__(self, item: Any, limit: int) -> None:
+        self.item = item
+        self.limit = limit
+        self.inputs: dict[str, BaseException] = {}
+        self.handle: Any = getattr(getattr(item, "obj", None), "hypothesis", None)
+        self.inner: Any = getattr(self.handle, "inner_test", None)
+
+    def __enter__(self) -> _Seen:
+        if self.inner is not None and self.limit > 0:
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return self._call(*args, **kwargs)
+
+            # Hypothesis names the test in its report by the inner function's name.
+            wrapper: Any = functools.update_wrapper(call, self.inner)
+            wrapper._pgs_wraps = self.inner
+            self.handle.inner_test = wrapper
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.inner is not None and self.limit > 0:
+            self.handle.inner_test = self.inner
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
+        example = self._example(args, kwargs)
+        try:
+            return self.inner(*args, **kwargs)
+        except (Exception, pytest.fail.Exception) as exc:
+            if example is not None and not type(exc).__module__.startswith("hypothesis"):
+                self._keep(example, exc)
+            raise
+
+    def _example(self, args: Any, kwargs: Any) -> str | None:
+        code = getattr(self.inner, "__code__", None)
+        if code is None:
+            return None
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        values = dict(zip(names, args))  # noqa: B905 (Python 3.8 in the sandbox: no strict=)
+        values.update(kwargs)
+        fixtures = set(getattr(self.item, "fixturenames", ()))
+        shown = ", ".join(
+            f"{name}={_short_repr(value)}"
+            for name, value in values.items()
+            if name != "self" and name not in fixtures
+        )
+        return f"{code.co_name}({shown})"
+
+    def _keep(self, example: str, exc: BaseException) -> None:
+        if example in self.inputs:
+            return
+        self.inputs[example] = exc
+        if len(self.inputs) > self.limit:
+            longest = max(self.inputs, key=lambda text: (len(text), text))
+            del self.inputs[longest]
+
+    def failing_inputs(self, root: str, reported: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The kept inputs not among ``reported`` (compared without spaces), shortest first."""
+        known = {_squeezed(r.get("example")) for r in reported}
+        found = []
+        for example in sorted(self.inputs, key=lambda text: (len(text), text)):
+            if _squeezed(example) in known:
+                continue
+            found.append(_seen_input(example, self.inputs[example], root))
+        return found
+
+
+def _squeezed(example: str | None) -> str:
+    return re.sub(r"\s+", "", example or "")
+
+
+def _seen_input(example: str, exc: BaseException, root: str) -> dict[str, Any]:
+    leaves = results.leaf_exceptions(exc)
+    _, category = _classify(leaves, True, False)
+    found: dict[str, Any] = dict.fromkeys(_INPUT_FIELDS)
+    found.update(example=example, explicit=False, category=category)
+    leaf = leaves[0]
+    if isinstance(leaf, AssertionError):
+        found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
+    elif _check_failed(leaf):
+        found["returned"] = str(leaf).strip() or "failed"
+    else:
+        message = str(leaf).strip().splitlines()
+        found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
+    if exc.__traceback__ is not None:
+        info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
+        found["trace"] = results.trace(info, root)
+    for key in ("returned", "exception"):  # up to 16 of them per test: each kept short
+        if found[key]:
+            found[key] = results.cap(found[key], SEEN_CHARS)
+    return found
 
 
 # -- an explicit example hides the minimal counterexample ----------------------------------------
@@ -211,7 +355,7 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
     """Run a Hypothesis test again with its explicit examples left out (Hypothesis stops at a
     failing one, never generating or shrinking): the generated, shrunk failing input, or None.
 
-    Same settings otherwise (the pgs profile: derandomised, no database), so two runs agree.
+    Same settings otherwise (the pgs profile, the check's seed), so two runs agree.
     """
     try:
         from hypothesis import Phase, settings
@@ -282,6 +426,9 @@ class PgsReporter:
         #: node id → the failing input found by generating without the explicit examples.
         self.generated: dict[str, dict[str, Any]] = {}
         self.output_chars = int(_env_number("PGS_OUTPUT_CHARS", 4000))
+        #: node id → the failing inputs its search saw (beyond the one Hypothesis reports).
+        self.seen: dict[str, _Seen] = {}
+        self.keep_inputs = int(_env_number("PGS_KEEP_INPUTS", DEFAULT_KEEP_INPUTS))
         self.started = time.monotonic()
 
     # pytest hooks ------------------------------------------------------------------------------
@@ -290,7 +437,9 @@ class PgsReporter:
     def pytest_runtest_call(self, item: Any) -> Any:
         alarm = _Alarm(item, _env_number("PGS_TEST_TIMEOUT", 20))
         self.alarms[item.nodeid] = alarm
-        with alarm:
+        _seeded(item)
+        seen = self.seen[item.nodeid] = _Seen(item, self.keep_inputs)
+        with alarm, seen:
             outcome = yield
             excinfo = outcome.excinfo
             if excinfo is not None and _failed_on_explicit_example(excinfo[1]):
@@ -354,6 +503,8 @@ class PgsReporter:
         if report.skipped:
             result.update(outcome="skipped", category="pass")
         if not report.failed:
+            if report.when == "call":
+                self.seen.pop(nodeid, None)
             return
         if report.when == "call":
             self._failure(item, call, report, result)
@@ -377,6 +528,9 @@ class PgsReporter:
         generated = self.generated.pop(item.nodeid, None)
         if generated is not None and generated["example"] != example:
             inputs.append(generated)
+        seen = self.seen.pop(item.nodeid, None)
+        if seen is not None:
+            inputs.extend(seen.failing_inputs(self.root, inputs))
         result["examples"] = inputs
 
     def _describe(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:

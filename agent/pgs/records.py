@@ -8,6 +8,7 @@ models existed, key for key:
 - ``mode``, ``verdict``, ``verdict_reason``; ``tester_error`` only when the Tester failed;
 - ``ablation``: the run's full ablation setting (:class:`Ablation`; left out by runs written
   before it existed, whose setting :func:`agent.pgs.compare.ablation_of` derives);
+- ``tokenizer`` (:class:`TokenizerRecord`) and ``seed``, in runs since they were added;
 - ``properties``: ``{path: text}`` of the Tester's last set;
 - ``validation``: the last set on the original code (:class:`ValidationRecord`);
 - ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
@@ -71,7 +72,7 @@ class DroppedProperty(Record):
 class ValidationRecord(Record):
     """The Tester's last set of properties run on the original code."""
 
-    omitted_when_empty = ("report", "filter", "note", "why_kept")
+    omitted_when_empty = ("report", "filter", "note", "why_kept", "seed")
     kept: list[str] = Field(default_factory=list, description="node ids of the kept properties")
     why_kept: dict[str, str] | None = Field(
         None,
@@ -83,6 +84,9 @@ class ValidationRecord(Record):
     report: CheckReport | None = Field(None, description="the run on the original code")
     filter: bool | None = Field(None, description="False: the ablation without filtering")
     note: str | None = Field(None, description="e.g. 'no properties', 'io: no Tester'")
+    seed: int | None = Field(
+        None, description="the Hypothesis seed of that run (None: derandomised)"
+    )
 
 
 class TesterTurn(Record):
@@ -140,6 +144,7 @@ class RoundRecord(Record):
         "note",
         "selection",
         "feedback",
+        "seed",
     )
     round: int = Field(0, description="1 for the first candidate")
     patch: str = ""
@@ -150,6 +155,20 @@ class RoundRecord(Record):
     note: str | None = Field(None, description="why no feedback was sent, or the run ended")
     selection: SelectionRecord | None = None
     feedback: str | None = Field(None, description="the message sent to the Generator")
+    seed: int | None = Field(
+        None, description="the Hypothesis seed of the recorded check (None: derandomised)"
+    )
+
+
+class TokenizerRecord(Record):
+    """How feedback inputs were counted: the setting, the counter used, why it fell back."""
+
+    omitted_when_empty = ("fallback",)
+    setting: str = Field("auto", description="the pgs.tokenizer setting")
+    counter: str = Field("simple", description="the counter used, e.g. tiktoken:o200k_base")
+    fallback: str | None = Field(
+        None, description="why the simple rule counts instead of the model's tokenizer"
+    )
 
 
 class Ablation(Record):
@@ -190,7 +209,7 @@ class Ablation(Record):
 class PGSRecord(Record):
     """Everything PGS did in one run (the trajectory's ``pgs`` key)."""
 
-    omitted_when_empty = ("tester_error", "ablation")
+    omitted_when_empty = ("tester_error", "ablation", "tokenizer", "seed")
     mode: FeedbackMode = "none"
     ablation: Ablation | None = Field(None, description="the run's full ablation setting")
     rounds: list[RoundRecord] = Field(default_factory=list)
@@ -202,6 +221,12 @@ class PGSRecord(Record):
     verdict: Verdict = "unchecked"
     verdict_reason: str | None = None
     tester_error: str | None = Field(None, description="why the Tester failed, if it did")
+    tokenizer: TokenizerRecord | None = Field(None, description="how input tokens were counted")
+    seed: int | None = Field(
+        None,
+        description="the run's seed: each check's Hypothesis seed derives from it (--pgs.seed "
+        "replays them); None: derandomised checks",
+    )
 
     @classmethod
     def from_trajectory(cls, trajectory: Trajectory) -> PGSRecord:

@@ -8,7 +8,9 @@ repository test that passed on the original code and fails on the candidate
 
 A test may fail on more than one input: a Hypothesis property whose explicit ``@example``
 fails is run again without its explicit examples, so that the generated, shrunk counterexample
-is found too. :attr:`TestResult.examples` holds every failing input (:class:`FailingInput`);
+is found too, and the plugin keeps the other distinct inputs the test failed on while
+Hypothesis generated and shrank. :attr:`TestResult.examples` holds every failing input
+(:class:`FailingInput`);
 reports written before that field existed load with it empty, and
 :meth:`TestResult.failing_inputs` then gives the one input the result's own fields describe.
 """

@@ -5,7 +5,9 @@ Everything runs through a :class:`~envs.sandbox.Sandbox` with pytest and the plu
 ``pgs_pytest_plugin_results.py`` by :func:`install_plugin`), which
 writes one JSON :class:`~agent.pgs.report.CheckReport` per run:
 
-- :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run;
+- :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run,
+  with ``settings.seed`` as the Hypothesis seed (``PGS_SEED``; None: derandomised) and
+  ``settings.max_examples`` inputs per property;
 - :func:`run_test_cmd` runs ``--test-cmd`` as one result;
 - :func:`run_repo_tests` is the one or the other, as the settings say.
 """
@@ -40,7 +42,23 @@ class CheckSettings(BaseModel):
     """How properties and tests are run in the sandbox."""
 
     model_config = ConfigDict(extra="forbid")
-    max_examples: int = Field(100, gt=0, description="Hypothesis examples per property")
+    max_examples: int = Field(
+        64,
+        gt=0,
+        description="inputs Hypothesis generates per property in each check (the PGS paper "
+        "draws 64 per property per round)",
+    )
+    keep_inputs: int = Field(
+        16,
+        ge=0,
+        description="distinct failing inputs kept per property beyond the one Hypothesis "
+        "shrinks to (the shortest; the feedback picks among all of them)",
+    )
+    seed: int | None = Field(
+        None,
+        description="the Hypothesis seed of a check: None runs derandomised (the same inputs "
+        "every time); PGS gives every check its own (--pgs.seed)",
+    )
     deadline_ms: int = Field(
         1000, ge=0, description="Hypothesis deadline per example, in ms (0: none)"
     )
@@ -110,6 +128,7 @@ def run_pytest(
     env = {
         "PGS_REPORT": report_path,
         "PGS_MAX_EXAMPLES": str(settings.max_examples),
+        "PGS_KEEP_INPUTS": str(settings.keep_inputs),
         "PGS_DEADLINE_MS": str(settings.deadline_ms),
         "PGS_TEST_TIMEOUT": f"{settings.test_timeout:g}",
         "PGS_SHRINK": "0" if settings.shrink is False else "1",
@@ -125,6 +144,8 @@ def run_pytest(
         + "-- "
         + " ".join(shlex.quote(t) for t in targets)
     )
+    if settings.seed is not None:
+        env["PGS_SEED"] = str(settings.seed)
     done = sandbox.run(command, timeout=timeout, env=env)
     try:
         if done.timed_out:

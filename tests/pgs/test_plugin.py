@@ -22,7 +22,9 @@ from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
 from envs.local import LocalSandbox
 
-SETTINGS = CheckSettings(python=sys.executable, test_timeout=3)
+#: The search after an explicit example alone: no other failing inputs kept (tests/pgs/
+#: test_inputs.py has those).
+SETTINGS = CheckSettings(python=sys.executable, test_timeout=3, keep_inputs=0)
 LONG = [3, 1, 3, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3]
 ISSUE = [1, 2, 1]
 

