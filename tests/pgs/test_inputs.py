@@ -19,7 +19,7 @@ from agent.pgs.method import PGS, PGSConfig
 from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
-from envs.local import LocalSandbox
+from envs.local import LocalSandbox, LocalSandboxConfig
 
 SETTINGS = CheckSettings(python=sys.executable, test_timeout=10)
 PATH = ".pgs/properties/test_inputs.py"
@@ -80,9 +80,11 @@ def _run(
 
 
 @pytest.fixture
-def local(small_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("CALLS", str(tmp_path / "calls.jsonl"))
-    with LocalSandbox(small_repo) as sandbox:
+def local(small_repo: Path, tmp_path: Path) -> Iterator[Any]:
+    # The local sandbox passes only an allow-list of the host's environment: CALLS is given
+    # as the sandbox's own variable.
+    config = LocalSandboxConfig(env={"CALLS": str(tmp_path / "calls.jsonl")})
+    with LocalSandbox(small_repo, config) as sandbox:
         yield sandbox
 
 

@@ -20,7 +20,7 @@ from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
-from envs.local import LocalSandbox
+from envs.local import LocalSandbox, LocalSandboxConfig
 
 #: The search after an explicit example alone: no other failing inputs kept (tests/pgs/
 #: test_inputs.py has those).
@@ -119,9 +119,11 @@ def _run(sandbox: Any, calls: Path, *names: str, settings: CheckSettings = SETTI
 
 
 @pytest.fixture
-def local(small_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv("CALLS", str(tmp_path / "calls.jsonl"))
-    with LocalSandbox(small_repo) as sandbox:
+def local(small_repo: Path, tmp_path: Path) -> Iterator[Any]:
+    # The local sandbox passes only an allow-list of the host's environment: CALLS is given
+    # as the sandbox's own variable.
+    config = LocalSandboxConfig(env={"CALLS": str(tmp_path / "calls.jsonl")})
+    with LocalSandbox(small_repo, config) as sandbox:
         yield sandbox
 
 
