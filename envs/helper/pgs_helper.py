@@ -6,6 +6,23 @@ as ``bash -c`` in a process group of its own, with the working directory and env
 in the request (no shell state carries over). Output is capped: the head and the tail are kept
 and the number of bytes dropped is reported.
 
+A request may name a persistent shell ``session``: then ``cd``, variables (exported or not),
+``source``, functions, aliases and shell options carry over from one command of that session to
+the next, as in an interactive bash. The helper keeps the session's STATE, not a live shell:
+each command is still a fresh ``bash -c`` in a process group of its own, whose script first
+restores the state file (a bash script: ``cd``, ``declare -p``, ``declare -f``, ``alias -p``,
+``shopt -p``, ``set +o``) and whose EXIT trap writes the new state to a second file. Only when
+the command ended by itself does that file replace the state; a command that timed out, was
+cancelled, or ended without its trap (``exec``, a trap of its own on EXIT, a signal) leaves the
+session as it was before it, and the output ends with a line that says so. So timeouts,
+cancels, output caps and containment are those of any command, the end of a command is the end
+of its process (no prompt or marker is looked for in its output), and nothing a command started
+outlives it, in a session or not. The state restores into a shell started with an empty
+environment: the session's environment is its first command's, then what its commands changed
+(``unset`` included); the request's ``env`` and ``cwd`` apply only to a session's first command.
+Not carried over: background jobs (they end with their command), exported functions' export
+mark, traps, the directory stack.
+
 Every process a command started ends with the command, whatever group or session it moved to
 (``setsid``, ``timeout``, ``set -m``, a double fork): the helper is a child subreaper
 (``prctl(PR_SET_CHILD_SUBREAPER)``), so an orphaned descendant is re-parented to the helper
@@ -34,10 +51,13 @@ import collections
 import ctypes
 import json
 import os
+import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 _out = sys.stdout.buffer
@@ -248,7 +268,8 @@ def end_descendants():
 
 
 def _pump(proc, buf, timeout):
-    """Read the command's output until it ends or runs out of time; True when out of time.
+    """Read the command's output until it ends, runs out of time or is cancelled; returns
+    "ended", "timeout" or "cancelled".
 
     Watches stdin meanwhile: Hangup (the owner is gone) or a CANCEL line ends the wait at once."""
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -266,7 +287,7 @@ def _pump(proc, buf, timeout):
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                return proc.poll() is None
+                return "ended" if proc.poll() is not None else "timeout"
             if output_open:
                 events = sel.select(0.5 if left is None else min(left, 0.5))
             else:
@@ -281,7 +302,7 @@ def _pump(proc, buf, timeout):
                 if key.fd == _in.fd:
                     _in.fill()
                     if _in.take_cancel():
-                        return False
+                        return "cancelled"
                     continue
                 chunk = os.read(fd, 65536)
                 if chunk:
@@ -292,7 +313,7 @@ def _pump(proc, buf, timeout):
             # Once the command itself is gone, what it left behind may hold the pipe open (or
             # keep writing to it): the caller ends those, then reads what is left.
             if proc.poll() is not None:
-                return False
+                return "ended"
     finally:
         sel.close()
 
@@ -421,20 +442,108 @@ def _start(cmd, cwd, env):
     return _Spawned(pid, os.fdopen(read_end, "rb", buffering=0))
 
 
+#: Where session states live: set by ``--state-dir DIR``, else a temporary folder made at the
+#: first session command (in a container, it goes with the container).
+STATE_DIR = None
+#: Sessions that have had a state, to tell a lost state file from a new session.
+_sessions = set()
+
+#: The first line of a session command's script; {save} is where its state goes. The state is
+#: bash code that restores it: the directory first (so that OLDPWD is restored after it), then
+#: every variable, function and alias, and the options last (a restored `set -e` or `set -u`
+#: must not stop the restore, and a restored `set -x` must not trace it). Bash's own read-only
+#: variables fail to restore, silently. The trap's output goes nowhere, traced or not.
+_SESSION_PRELUDE = (
+    "unset BASH_EXECUTION_STRING; shopt -s expand_aliases; "
+    "__pgs_save() { unset BASH_COMMAND; { printf 'cd -- %q\\n' \"$PWD\"; declare -p; "
+    "declare -f; printf 'unalias -a\\n'; alias -p; printf '__pgs_options() {\\n'; shopt -p; "
+    "set +o; printf '}\\n__pgs_options\\n'; } > {save}; }; "
+    "trap '{ __pgs_save; } 2>/dev/null' EXIT; "
+)
+_SESSION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}$")
+
+
+def _session_files(name):
+    """(state, next state) paths of session ``name``."""
+    global STATE_DIR
+    if not _SESSION_NAME.match(name) or name.startswith("."):
+        raise ValueError("bad session name: %r" % name)
+    if STATE_DIR is None:
+        STATE_DIR = tempfile.mkdtemp(prefix="pgs-sessions-")
+    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    state = os.path.join(STATE_DIR, name + ".sh")
+    return state, state + ".next"
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _session_command(cmd, state, following, env):
+    """(script, environment) of a session command: the state (if any) restored first, in a
+    shell with an empty environment (the state holds the session's), then ``cmd`` on its own
+    lines, as ``bash -c`` would run it (aliases just restored apply, since bash parses
+    ``-c`` a line at a time)."""
+    prelude = _SESSION_PRELUDE.replace("{save}", _quote(following))
+    if os.path.exists(state):
+        prelude += "source %s 2>/dev/null" % _quote(state)
+        env = {}
+    return prelude + "\n" + cmd, env
+
+
+#: Appended to a session command's output when its changes to the session were not kept.
+_NOT_KEPT = (
+    "\npgs: the shell session is as it was before this command (directory, variables, "
+    "functions): %s\n"
+)
+
+
+def _session_after(name, state, following, reason):
+    """Keep the state the command saved when it ended by itself; else a note for its output."""
+    try:
+        if reason == "ended" and os.path.exists(following):
+            os.replace(following, state)
+            _sessions.add(name)
+            return ""
+        if os.path.exists(following):
+            os.unlink(following)
+    except OSError as e:
+        return _NOT_KEPT % ("its state could not be saved (%s)" % e)
+    if reason == "timeout":
+        return _NOT_KEPT % "the command was stopped at its time limit"
+    if reason == "cancelled":
+        return _NOT_KEPT % "the command was stopped"
+    return _NOT_KEPT % (
+        "it ended without returning to the shell (exec, its own trap on EXIT, or a signal)"
+    )
+
+
 def run(req):
     env = dict(os.environ)
     env.update(req.get("env") or {})
     timeout = req.get("timeout")
     buf = CappedBuffer(int(req.get("max_output") or 1000000))
     start = time.monotonic()
+    cmd, session, before, after = req["cmd"], req.get("session"), b"", ""
+    if session:
+        state, following = _session_files(session)
+        if session in _sessions and not os.path.exists(state):
+            before = (b"pgs: the shell session's state was lost (its file was removed); this "
+                      b"command runs in a fresh shell\n")
+            _sessions.discard(session)
+        if os.path.exists(following):
+            os.unlink(following)
+        cmd, env = _session_command(cmd, state, following, env)
+        buf.add(before)
     try:
-        proc = _start(req["cmd"], req.get("cwd") or None, env)
+        proc = _start(cmd, req.get("cwd") or None, env)
     except (OSError, ValueError) as e:
         return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
                 "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
 
     try:
-        timed_out = _pump(proc, buf, timeout)
+        reason = _pump(proc, buf, timeout)
+        timed_out = reason == "timeout"
         # The command is over, out of time or cancelled: end everything it started. Then no
         # writer is left (when contained), and the rest of the output is read to its end.
         _end(proc)
@@ -444,9 +553,11 @@ def run(req):
         raise
     finally:
         proc.stdout.close()
+    if session:
+        after = _session_after(session, state, following, reason)
     data, truncated = buf.render()
     return {
-        "output": data.decode("utf-8", "replace"),
+        "output": data.decode("utf-8", "replace") + after,
         "exit_code": -9 if timed_out else proc.returncode,
         "timed_out": timed_out,
         "truncated": truncated,
@@ -491,6 +602,10 @@ def main():
     sys.stdout = sys.stderr
     global CONTAIN
     CONTAIN = "--no-contain" not in sys.argv[1:] and _become_subreaper()
+    global STATE_DIR
+    given = "--state-dir" in sys.argv[1:-1]
+    if given:
+        STATE_DIR = sys.argv[sys.argv.index("--state-dir") + 1]
     _watch_children()
     reply({"id": None, "ready": True, "pid": os.getpid(), "contained": CONTAIN})
     try:
@@ -506,6 +621,9 @@ def main():
             handle(req)
     except Hangup:
         return
+    finally:
+        if STATE_DIR is not None and not given:  # a folder of its own: the helper's to remove
+            shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":
