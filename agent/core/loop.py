@@ -7,9 +7,9 @@ Control flow goes through a few exceptions that carry what the run ends with:
 the current diff is kept as the submission), :class:`Forfeited`, and
 :class:`~agent.core.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a
 row).
-With ``shell: persistent`` the agent's own commands share one shell session
-(:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry over; every
-other command the run makes stays in a fresh shell.
+With ``shell: persistent`` the agent's own commands (and its tools' state commands) share one
+shell session (:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry
+over; every other command the run makes stays in a fresh shell.
 The trajectory is written after every step and in a ``finally``, so Ctrl-C or a crash leaves a
 valid ``.traj`` with its exit status.
 
@@ -175,8 +175,9 @@ class Agent:
         self._jinja = jinja2.Environment(
             undefined=jinja2.StrictUndefined, keep_trailing_newline=True
         )
-        #: The shell session of this agent's own commands, when persistent; everything else
-        #: (tool setup and state, the diff, a Tester, the PGS checks) runs in fresh shells.
+        #: The shell session of this agent's own commands (and its tools' state commands, which
+        #: report its working directory), when persistent; everything else (tool setup, the
+        #: diff, a Tester, the PGS checks) runs in fresh shells.
         self.session = SESSION if config.shell == "persistent" else None
         # Compiling a template costs about 0.7 ms; prompt() renders one per old observation.
         self._templates: dict[str, jinja2.Template] = {}
@@ -320,7 +321,7 @@ class Agent:
             observation = cut_middle(
                 out.text, self.config.max_observation_chars, dropped=_dropped(result)
             )
-        self.state = self.toolset.state(self.sandbox, self.env)
+        self.state = self.toolset.state(self.sandbox, self.env, session=self.session)
         rendered = self.render(
             self.config.observation_template,
             {

@@ -31,14 +31,18 @@ def test_the_generator_shell_mode_is_in_the_prompt_and_in_what_commands_see(
     assert run.result.exit_status == "submitted"
     assert "+    return text.upper()" in run.result.submission  # the fix, made from notes/
     system = run.requests[0]["messages"][0]["content"]
-    looked = run.result.trajectory.steps[1]["observation"]
+    steps = run.result.trajectory.steps
+    looked = steps[1]["observation"]
     if shell == "persistent":
         assert "carry over to the next command" in system and "fresh shell" not in system
         assert looked.splitlines() == ["/repo/notes", "stage=carried", "hi-you"]
+        # The tools' state command runs in the session too (SWE-agent's prompt variables).
+        assert steps[0]["state"]["working_dir"] == "/repo/notes"
     else:
         assert "fresh shell" in system and "carry over to the next" not in system
         assert looked.splitlines()[:2] == ["/repo", "stage=none"]
         assert "command not found" in looked
+        assert steps[0]["state"]["working_dir"] == "/repo"
 
 
 _SEES = """
