@@ -448,16 +448,19 @@ STATE_DIR = None
 #: Sessions that have had a state, to tell a lost state file from a new session.
 _sessions = set()
 
-#: The first line of a session command's script; {save} is where its state goes. The state is
-#: bash code that restores it: the directory first (so that OLDPWD is restored after it), then
-#: every variable, function and alias, and the options last (a restored `set -e` or `set -u`
+#: The first line of a session command's script; {save} is where its state goes (``>|``: even
+#: under ``set -C``). The state is bash code that restores it: the directory first (so that
+#: OLDPWD is restored after it; a directory removed meanwhile is said, on stdout), then
+#: every variable (but PWD, which the cd sets), function and alias, and the options last (a restored `set -e` or `set -u`
 #: must not stop the restore, and a restored `set -x` must not trace it). Bash's own read-only
 #: variables fail to restore, silently. The trap's output goes nowhere, traced or not.
 _SESSION_PRELUDE = (
     "unset BASH_EXECUTION_STRING; shopt -s expand_aliases; "
-    "__pgs_save() { unset BASH_COMMAND; { printf 'cd -- %q\\n' \"$PWD\"; declare -p; "
+    "__pgs_save() { { printf 'cd -- %q || echo %q\"$PWD\"\\n' \"$PWD\" "
+    "\"pgs: the directory $PWD is gone; the shell session is now in \"; "
+    "unset BASH_COMMAND PWD; declare -p; "
     "declare -f; printf 'unalias -a\\n'; alias -p; printf '__pgs_options() {\\n'; shopt -p; "
-    "set +o; printf '}\\n__pgs_options\\n'; } > {save}; }; "
+    "set +o; printf '}\\n__pgs_options\\n'; } >| {save}; }; "
     "trap '{ __pgs_save; } 2>/dev/null' EXIT; "
 )
 _SESSION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}$")

@@ -152,3 +152,24 @@ def test_a_command_that_never_returns_to_the_shell_says_its_changes_were_not_kep
     assert replaced.exit_code == 0
     assert "ended without returning to the shell" in replaced.output
     assert sandbox.run("pwd", session=S).output == "/tmp\n"
+
+
+def test_a_removed_directory_is_said_and_the_session_goes_on_in_the_repository(
+    sandbox: Sandbox,
+) -> None:
+    assert sandbox.run("mkdir -p work && cd work && export KEPT=1", session=S).ok
+    assert sandbox.run("rm -rf work").ok  # e.g. the Tester restores the original tree
+    after = sandbox.run('echo "kept=$KEPT"; pwd', session=S)
+    assert after.output.splitlines() == [
+        f"pgs: the directory {sandbox.repo_path}/work is gone; the shell session is now in "
+        f"{sandbox.repo_path}",
+        "kept=1",
+        sandbox.repo_path,
+    ]
+    assert sandbox.run('pwd; echo "$PWD"', session=S).output == f"{sandbox.repo_path}\n" * 2
+
+
+def test_noclobber_and_nounset_in_the_session_do_not_stop_it(sandbox: Sandbox) -> None:
+    assert sandbox.run("set -Cu && cd /tmp", session=S).ok
+    assert sandbox.run("cd / && echo $-", session=S).output.strip().count("u") == 1
+    assert sandbox.run("pwd", session=S).output == "/\n"
