@@ -14,7 +14,8 @@ restores the state file (a bash script: ``cd``, ``declare -p``, ``declare -f``, 
 ``shopt -p``, ``set +o``) and whose EXIT trap writes the new state to a second file. Only when
 the command ended by itself does that file replace the state; a command that timed out, was
 cancelled, or ended without its trap (``exec``, a trap of its own on EXIT, a signal) leaves the
-session as it was before it, and the output ends with a line that says so. So timeouts,
+session as it was before it, and the output ends with a line that says so (one stopped before
+its restore was over resets the session: that state would stop every later command). So timeouts,
 cancels, output caps and containment are those of any command, the end of a command is the end
 of its process (no prompt or marker is looked for in its output), and nothing a command started
 outlives it, in a session or not. The state restores into a shell started with an empty
@@ -449,25 +450,27 @@ STATE_DIR = None
 _sessions = set()
 
 #: The first line of a session command's script; {save} is where its state goes (``>|``: even
-#: under ``set -C``). The state is bash code that restores it: the directory first (so that
-#: OLDPWD is restored after it; a directory removed meanwhile is said, on stdout), then
-#: every variable (but PWD, which the cd sets), function and alias, and the options last (a restored `set -e` or `set -u`
-#: must not stop the restore, and a restored `set -x` must not trace it). Bash's own read-only
-#: variables fail to restore, silently. The trap's output goes nowhere, traced or not.
+#: under ``set -C``; ``builtin``: whatever functions the command defined). The state is bash code
+#: that restores it: the directory first (so that OLDPWD is restored after it; a directory
+#: removed meanwhile is said, on stdout), then every variable (but PWD, which the cd sets),
+#: function and alias, and the options last (a restored `set -e` or `set -u` must not stop the
+#: restore, and a restored `set -x` must not trace it). Bash's own read-only variables fail to
+#: restore, silently. The trap's output goes nowhere, traced or not.
 _SESSION_PRELUDE = (
-    "unset BASH_EXECUTION_STRING; shopt -s expand_aliases; "
-    "__pgs_save() { { printf 'cd -- %q || echo %q\"$PWD\"\\n' \"$PWD\" "
-    "\"pgs: the directory $PWD is gone; the shell session is now in \"; "
-    "unset BASH_COMMAND PWD; declare -p; "
-    "declare -f; printf 'unalias -a\\n'; alias -p; printf '__pgs_options() {\\n'; shopt -p; "
-    "set +o; printf '}\\n__pgs_options\\n'; } >| {save}; }; "
-    "trap '{ __pgs_save; } 2>/dev/null' EXIT; "
+    "builtin unset BASH_EXECUTION_STRING; builtin shopt -s expand_aliases; "
+    "__pgs_save() { { builtin printf 'builtin cd -- %q || builtin echo %q\"$PWD\"\\n' "
+    "\"$PWD\" \"pgs: the directory $PWD is gone; the shell session is now in \"; "
+    "builtin unset BASH_COMMAND PWD; builtin declare -p; builtin declare -f; "
+    "builtin printf 'builtin unalias -a\\n'; builtin alias -p; "
+    "builtin printf '__pgs_options() {\\n'; builtin shopt -p; builtin set +o; "
+    "builtin printf '}\\n__pgs_options\\n'; } >| {save}; }; "
+    "builtin trap '{ __pgs_save; } 2>/dev/null' EXIT; "
 )
 _SESSION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}$")
 
 
 def _session_files(name):
-    """(state, next state) paths of session ``name``."""
+    """(state, next state, restored mark) paths of session ``name``."""
     global STATE_DIR
     if not _SESSION_NAME.match(name) or name.startswith("."):
         raise ValueError("bad session name: %r" % name)
@@ -475,21 +478,22 @@ def _session_files(name):
         STATE_DIR = tempfile.mkdtemp(prefix="pgs-sessions-")
     os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
     state = os.path.join(STATE_DIR, name + ".sh")
-    return state, state + ".next"
+    return state, state + ".next", state + ".restored"
 
 
 def _quote(text):
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _session_command(cmd, state, following, env):
+def _session_command(cmd, state, following, mark, env):
     """(script, environment) of a session command: the state (if any) restored first, in a
-    shell with an empty environment (the state holds the session's), then ``cmd`` on its own
-    lines, as ``bash -c`` would run it (aliases just restored apply, since bash parses
-    ``-c`` a line at a time)."""
+    shell with an empty environment (the state holds the session's), then ``mark`` written
+    (an untraced redirection: the restore is over), then ``cmd`` on its own lines, as
+    ``bash -c`` would run it (aliases just restored apply, since bash parses ``-c`` a line at
+    a time)."""
     prelude = _SESSION_PRELUDE.replace("{save}", _quote(following))
     if os.path.exists(state):
-        prelude += "source %s 2>/dev/null" % _quote(state)
+        prelude += "builtin source %s 2>/dev/null; >| %s" % (_quote(state), _quote(mark))
         env = {}
     return prelude + "\n" + cmd, env
 
@@ -501,8 +505,12 @@ _NOT_KEPT = (
 )
 
 
-def _session_after(name, state, following, reason):
-    """Keep the state the command saved when it ended by itself; else a note for its output."""
+def _session_after(name, state, following, mark, restoring, reason):
+    """Keep the state the command saved when it ended by itself; else a note for its output.
+
+    A command stopped before its restore was over (``mark`` not written; a function named like
+    a builtin the restore uses, that hangs) would stop every later command the same way: the
+    session starts again from a fresh shell then, and the note says so."""
     try:
         if reason == "ended" and os.path.exists(following):
             os.replace(following, state)
@@ -510,6 +518,14 @@ def _session_after(name, state, following, reason):
             return ""
         if os.path.exists(following):
             os.unlink(following)
+        if restoring and reason != "ended" and not os.path.exists(mark):
+            os.unlink(state)
+            _sessions.discard(name)
+            return (
+                "\npgs: the shell session was reset: restoring its state did not finish (a "
+                "function named like a shell builtin?); the next command starts in a fresh "
+                "shell in the repository\n"
+            )
     except OSError as e:
         return _NOT_KEPT % ("its state could not be saved (%s)" % e)
     if reason == "timeout":
@@ -529,14 +545,16 @@ def run(req):
     start = time.monotonic()
     cmd, session, before, after = req["cmd"], req.get("session"), b"", ""
     if session:
-        state, following = _session_files(session)
-        if session in _sessions and not os.path.exists(state):
+        state, following, mark = _session_files(session)
+        restoring = os.path.exists(state)
+        if session in _sessions and not restoring:
             before = (b"pgs: the shell session's state was lost (its file was removed); this "
                       b"command runs in a fresh shell\n")
             _sessions.discard(session)
-        if os.path.exists(following):
-            os.unlink(following)
-        cmd, env = _session_command(cmd, state, following, env)
+        for stale in (following, mark):
+            if os.path.exists(stale):
+                os.unlink(stale)
+        cmd, env = _session_command(cmd, state, following, mark, env)
         buf.add(before)
     try:
         proc = _start(cmd, req.get("cwd") or None, env)
@@ -557,7 +575,7 @@ def run(req):
     finally:
         proc.stdout.close()
     if session:
-        after = _session_after(session, state, following, reason)
+        after = _session_after(session, state, following, mark, restoring, reason)
     data, truncated = buf.render()
     return {
         "output": data.decode("utf-8", "replace") + after,

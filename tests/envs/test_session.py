@@ -173,3 +173,14 @@ def test_noclobber_and_nounset_in_the_session_do_not_stop_it(sandbox: Sandbox) -
     assert sandbox.run("set -Cu && cd /tmp", session=S).ok
     assert sandbox.run("cd / && echo $-", session=S).output.strip().count("u") == 1
     assert sandbox.run("pwd", session=S).output == "/\n"
+
+
+def test_a_function_that_hangs_the_restore_resets_the_session_once(sandbox: Sandbox) -> None:
+    """A function named like a builtin the restore calls, that never returns: the next command
+    times out, the session starts again from a fresh shell, and the one after runs."""
+    assert sandbox.run("cd /tmp && shopt() { sleep 600; }", session=S).ok
+    hung = sandbox.run("echo never", session=S, timeout=2)
+    assert hung.timed_out and "never" not in hung.output
+    assert "the shell session was reset" in hung.output
+    again = sandbox.run("pwd; type shopt | head -1", session=S)
+    assert again.ok and again.output == f"{sandbox.repo_path}\nshopt is a shell builtin\n"
