@@ -21,8 +21,7 @@ of its process (no prompt or marker is looked for in its output), and nothing a 
 outlives it, in a session or not. The state restores into a shell started with an empty
 environment: the session's environment is its first command's, then what its commands changed
 (``unset`` included); the request's ``env`` and ``cwd`` apply only to a session's first command.
-Not carried over: background jobs (they end with their command), exported functions' export
-mark, traps, the directory stack.
+Not carried over: background jobs (they end with their command), traps, the directory stack.
 
 Every process a command started ends with the command, whatever group or session it moved to
 (``setsid``, ``timeout``, ``set -m``, a double fork): the helper is a child subreaper
@@ -453,7 +452,8 @@ _sessions = set()
 #: under ``set -C``; ``builtin``: whatever functions the command defined). The state is bash code
 #: that restores it: the directory first (so that OLDPWD is restored after it; a directory
 #: removed meanwhile is said, on stdout), then every variable (but PWD, which the cd sets),
-#: function and alias, and the options last (a restored `set -e` or `set -u` must not stop the
+#: function (``declare -F`` lines then mark the exported ones again; the others print their
+#: definition, to /dev/null) and alias, and the options last (a restored `set -e` or `set -u` must not stop the
 #: restore, and a restored `set -x` must not trace it). Bash's own read-only variables fail to
 #: restore, silently. The trap's output goes nowhere, traced or not.
 _SESSION_PRELUDE = (
@@ -461,6 +461,8 @@ _SESSION_PRELUDE = (
     "__pgs_save() { { builtin printf 'builtin cd -- %q || builtin echo %q\"$PWD\"\\n' "
     "\"$PWD\" \"pgs: the directory $PWD is gone; the shell session is now in \"; "
     "builtin unset BASH_COMMAND PWD; builtin declare -p; builtin declare -f; "
+    "builtin printf '__pgs_exports() {\\nbuiltin true\\n'; builtin declare -F; "
+    "builtin printf '}\\n__pgs_exports >/dev/null\\n'; "
     "builtin printf 'builtin unalias -a\\n'; builtin alias -p; "
     "builtin printf '__pgs_options() {\\n'; builtin shopt -p; builtin set +o; "
     "builtin printf '}\\n__pgs_options\\n'; } >| {save}; }; "

@@ -24,12 +24,13 @@ S = "generator"
 CHANGES = (
     "mkdir -p sub && cd sub && export GREETING=hello && COUNT=2 && "
     "printf 'export FROM_FILE=sourced\\n' > ../vars.sh && source ../vars.sh && "
-    'twice() { echo "$1$1"; } && alias hi="echo alias-works" && shopt -s extglob'
+    'twice() { echo "$1$1"; } && alias hi="echo alias-works" && shopt -s extglob && '
+    "greet() { echo exported-function; } && export -f greet"
 )
 #: Shows every part of the state CHANGES leaves.
 SHOWS = (
     'pwd; echo "$GREETING ${COUNT:-unset} $FROM_FILE"; twice ab; hi; '
-    "shopt -q extglob && echo extglob"
+    "shopt -q extglob && echo extglob; bash -c greet"
 )
 
 
@@ -56,6 +57,7 @@ def test_cd_export_source_functions_and_aliases_carry_over_in_a_session(
         "abab",
         "alias-works",
         "extglob",
+        "exported-function",
     ]
     # ... and what a later command undoes stays undone.
     assert sandbox.run("unset GREETING; unalias hi; cd ..", session=S).ok
