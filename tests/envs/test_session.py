@@ -186,3 +186,18 @@ def test_a_function_that_hangs_the_restore_resets_the_session_once(sandbox: Sand
     assert "the shell session was reset" in hung.output
     again = sandbox.run("pwd; type shopt | head -1", session=S)
     assert again.ok and again.output == f"{sandbox.repo_path}\nshopt is a shell builtin\n"
+
+
+def test_a_removed_state_file_is_said_and_the_session_starts_again(sandbox: Sandbox) -> None:
+    assert sandbox.run("cd /tmp && export KEPT=1", session=S).ok
+    where = "/tmp/pgs-sessions-*" if isinstance(sandbox, DockerSandbox) else "../sessions"
+    assert sandbox.run(f"rm -rf {where}").ok  # the model's own `rm -rf /tmp/*`, say
+    after = sandbox.run('pwd; echo "kept=${KEPT-no}"', session=S)
+    assert after.output.splitlines() == [
+        "pgs: the shell session's state was lost (its file was removed); this command runs in "
+        "a fresh shell",
+        sandbox.repo_path,
+        "kept=no",
+    ]
+    assert sandbox.run("cd /tmp", session=S).ok
+    assert sandbox.run("pwd", session=S).output == "/tmp\n"
