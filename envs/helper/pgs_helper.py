@@ -10,18 +10,19 @@ A request may name a persistent shell ``session``: then ``cd``, variables (expor
 ``source``, functions, aliases and shell options carry over from one command of that session to
 the next, as in an interactive bash. The helper keeps the session's STATE, not a live shell:
 each command is still a fresh ``bash -c`` in a process group of its own, whose script first
-restores the state file (a bash script: ``cd``, ``declare -p``, ``declare -f``, ``alias -p``,
-``shopt -p``, ``set +o``) and whose EXIT trap writes the new state to a second file. Only when
-the command ended by itself does that file replace the state; a command that timed out, was
-cancelled, or ended without its trap (``exec``, a trap of its own on EXIT, a signal) leaves the
-session as it was before it, and the output ends with a line that says so (one stopped before
-its restore was over resets the session: that state would stop every later command). So timeouts,
-cancels, output caps and containment are those of any command, the end of a command is the end
-of its process (no prompt or marker is looked for in its output), and nothing a command started
-outlives it, in a session or not. The state restores into a shell started with an empty
-environment: the session's environment is its first command's, then what its commands changed
-(``unset`` included); the request's ``env`` and ``cwd`` apply only to a session's first command.
-Not carried over: background jobs (they end with their command), traps, the directory stack.
+restores the state file (a bash script: ``cd``, ``declare -p``, ``declare -f``, ``declare -F``,
+``alias -p``, ``shopt -p``, ``set +o``) and whose EXIT trap writes the new state to a second
+file. Only when the command ended by itself does that file replace the state; a command that
+timed out, was cancelled, or ended without its trap (``exec``, a trap of its own on EXIT, a
+signal) leaves the session as it was before it, and the output ends with a line that says so
+(one stopped before its restore was over resets the session: that state would stop every later
+command). So timeouts, cancels, output caps and containment are those of any command, the end of
+a command is the end of its process (no prompt or marker is looked for in its output), and
+nothing a command started outlives it, in a session or not. The state restores into a shell
+started with an empty environment: the session's environment is its first command's, then what
+its commands changed (``unset`` included); the request's ``env`` and ``cwd`` apply only to a
+session's first command. Not carried over: background jobs (they end with their command), traps,
+the directory stack.
 
 Every process a command started ends with the command, whatever group or session it moved to
 (``setsid``, ``timeout``, ``set -m``, a double fork): the helper is a child subreaper
@@ -453,9 +454,11 @@ _sessions = set()
 #: that restores it: the directory first (so that OLDPWD is restored after it; a directory
 #: removed meanwhile is said, on stdout), then every variable (but PWD, which the cd sets),
 #: function (``declare -F`` lines then mark the exported ones again; the others print their
-#: definition, to /dev/null) and alias, and the options last (a restored `set -e` or `set -u` must not stop the
-#: restore, and a restored `set -x` must not trace it). Bash's own read-only variables fail to
-#: restore, silently. The trap's output goes nowhere, traced or not.
+#: definition, to /dev/null) and alias, and the options last (a restored `set -e` or `set -u`
+#: must not stop the restore, and a restored `set -x` must not trace it). ``set -n`` is never
+#: kept (its EXIT trap does not run), nor is ``set -t`` in effect (``bash -c`` ignores it), as
+#: in an interactive bash. Bash's own read-only variables fail to restore, silently. The trap's
+#: output goes nowhere, traced or not.
 _SESSION_PRELUDE = (
     "builtin unset BASH_EXECUTION_STRING; builtin shopt -s expand_aliases; "
     "__pgs_save() { { builtin printf 'builtin cd -- %q || builtin echo %q\"$PWD\"\\n' "

@@ -201,3 +201,13 @@ def test_a_removed_state_file_is_said_and_the_session_starts_again(sandbox: Sand
     ]
     assert sandbox.run("cd /tmp", session=S).ok
     assert sandbox.run("pwd", session=S).output == "/tmp\n"
+
+
+@pytest.mark.parametrize("option", ["-t", "-n"])
+def test_options_that_would_stop_every_later_command_are_not_in_effect(
+    sandbox: Sandbox, option: str
+) -> None:
+    """``set -t`` (exit after one command) and ``set -n`` (run nothing), which an interactive
+    bash ignores, would leave no command of the session able to run if they were restored."""
+    sandbox.run(f"cd /tmp && set {option}", session=S)
+    assert sandbox.run("echo runs; echo and-on", session=S).output == "runs\nand-on\n"
