@@ -10,7 +10,11 @@ The process containment (every process a command started ends with it), measured
 `true` with it on (the default) and off (`contain_processes=False`: only the command's process
 group is killed, as before), and with it on for a command that leaves a process in a session of
 its own (the helper then scans /proc, freezes and kills).
+The persistent shell session (``agent.shell: persistent``), side by side: `true` in a session
+whose state (after a `cd`, an `export`, a function and an alias) each command restores and
+saves again.
 Last lines: exec_speedup=<docker exec p50 / ours p50>,
+persistent_over_fresh=<`true` in a session p50 / fresh p50>,
 containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
 """
 
@@ -92,9 +96,12 @@ def main() -> None:
                 )
 
             # Interleaved, so that both see the same machine (this one's timings drift).
-            ours, cli, sdk, ping, off, left = [], [], [], [], [], []
+            setup = "cd /tmp && export BENCH=1 && f() { :; } && alias ll='ls -l'"
+            assert box.run(setup, session="bench").ok
+            ours, cli, sdk, ping, off, left, kept = [], [], [], [], [], [], []
             for _ in range(args.n):
                 ours += timed(lambda: box.run("true"), 4)
+                kept += timed(lambda: box.run("true", session="bench"), 4)
                 off += timed(lambda: uncontained.run("true"), 4)
                 left += timed(lambda: box.run("setsid sleep 300 &"), 1)
                 ping += timed(lambda: box._call("ping", wait=30), 4)
@@ -117,6 +124,7 @@ def main() -> None:
 
     row("DockerSandbox.run('true')", ours)
     row("  containment off", off)
+    row("  in a persistent session", kept)
     row("  'setsid sleep 300 &' (ended)", left)
     row("helper round trip, no process", ping)
     row("docker exec CLI (mini-swe-agent)", cli)
@@ -130,6 +138,7 @@ def main() -> None:
     )
     print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
     print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")
+    print(f"persistent_over_fresh={statistics.median(kept) / statistics.median(ours):.2f}")
     print(f"containment_overhead_ratio={statistics.median(ours) / statistics.median(off):.2f}")
 
 

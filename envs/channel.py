@@ -198,6 +198,7 @@ class HelperSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        session: str | None = None,
     ) -> CommandResult:
         limit = self.default_timeout if timeout is None else timeout
         reply = self._call(
@@ -208,6 +209,7 @@ class HelperSandbox:
             env={**self.base_env, **(env or {})},
             timeout=limit,
             max_output=max_output or self.max_output,
+            **({"session": session} if session else {}),
         )
         return CommandResult(
             output=reply["output"],

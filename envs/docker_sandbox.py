@@ -428,13 +428,23 @@ class DockerSandbox(HelperSandbox):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        session: str | None = None,
     ) -> CommandResult:
+        run = partial(
+            super().run,
+            command,
+            timeout=timeout,
+            cwd=cwd,
+            env=env,
+            max_output=max_output,
+            session=session,
+        )
         watch = self._disk_watch
         if watch is None:
-            return super().run(command, timeout=timeout, cwd=cwd, env=env, max_output=max_output)
+            return run()
         ticket = watch.begin()
         try:
-            result = super().run(command, timeout=timeout, cwd=cwd, env=env, max_output=max_output)
+            result = run()
         finally:
             used = watch.end(ticket)
         if used is None:

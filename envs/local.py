@@ -140,7 +140,7 @@ class LocalSandbox(HelperSandbox):
             helper = self._tmp / "pgs_helper.py"
             helper.write_bytes(helper_source())
             proc = subprocess.Popen(
-                [sys.executable, "-u", str(helper)]
+                [sys.executable, "-u", str(helper), "--state-dir", str(self._tmp / "sessions")]
                 + ([] if config.contain_processes else ["--no-contain"]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

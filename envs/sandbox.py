@@ -1,7 +1,8 @@
 """The seam between the agent and wherever its commands run.
 
 A :class:`Sandbox` runs one command at a time (each in a fresh process group, with its own
-working directory, environment and timeout), moves files in and out, and reports the
+working directory, environment and timeout; optionally in a persistent shell session whose
+directory, variables and functions carry over), moves files in and out, and reports the
 repository's diff. :class:`~envs.docker_sandbox.DockerSandbox` isolates;
 :class:`~envs.local.LocalSandbox` runs on the host in a copy of the repository and offers no
 isolation.
@@ -57,10 +58,18 @@ class Sandbox(Protocol):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         max_output: int | None = None,
+        session: str | None = None,
     ) -> CommandResult:
         """Run ``command`` with ``bash -c`` in its own process group; kill the group on timeout.
 
         ``cwd`` defaults to the repository; ``env`` is added to the sandbox's base environment.
+        ``session``: the name of a persistent shell session (None: a fresh shell). The
+        directory, variables, functions, aliases and shell options a session's command leaves
+        are those its next command starts with (``cwd`` and ``env`` then apply only to the
+        session's first command); every process a command started still ends with it, and a
+        command that timed out or was stopped leaves the session as it was before it, which its
+        output then says. Only the Generator's own commands use one (``agent.shell``); every
+        other command (the tools' setup, the Tester, the PGS checks, the diff) runs fresh.
         """
         ...
 

@@ -7,6 +7,9 @@ Control flow goes through a few exceptions that carry what the run ends with:
 the current diff is kept as the submission), :class:`Forfeited`, and
 :class:`~agent.core.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a
 row).
+With ``shell: persistent`` the agent's own commands (and its tools' state commands) share one
+shell session (:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry
+over; every other command the run makes stays in a fresh shell.
 The trajectory is written after every step and in a ``finally``, so Ctrl-C or a crash leaves a
 valid ``.traj`` with its exit status.
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +48,9 @@ FORMAT_ERROR_TEMPLATE = default_prompt("agent", "format_error_template")
 
 ELIDED_TEMPLATE = default_prompt("agent", "elided_template")
 
+#: The name of the Generator's shell session in the sandbox (``agent.shell: persistent``).
+SESSION = "generator"
+
 
 class AgentConfig(BaseModel):
     """How the Generator works: prompts, limits and history handling."""
@@ -58,6 +64,12 @@ class AgentConfig(BaseModel):
     step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
     time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
     command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")
+    shell: Literal["fresh", "persistent"] = Field(
+        "fresh",
+        description="fresh: each command in a new shell in the repository, as mini-swe-agent; "
+        "persistent: cd, export, source, functions and aliases carry over to the next command, "
+        "as in SWE-agent (every process a command started still ends with it)",
+    )
     max_format_errors: int = Field(3, ge=1, description="malformed replies in a row before exit")
     max_observation_chars: int = Field(
         12_000, gt=200, description="longer command output is cut in the middle"
@@ -163,6 +175,10 @@ class Agent:
         self._jinja = jinja2.Environment(
             undefined=jinja2.StrictUndefined, keep_trailing_newline=True
         )
+        #: The shell session of this agent's own commands (and its tools' state commands, which
+        #: report its working directory), when persistent; everything else (tool setup, the
+        #: diff, a Tester, the PGS checks) runs in fresh shells.
+        self.session = SESSION if config.shell == "persistent" else None
         # Compiling a template costs about 0.7 ms; prompt() renders one per old observation.
         self._templates: dict[str, jinja2.Template] = {}
 
@@ -217,6 +233,7 @@ class Agent:
             "problem_statement": problem_statement,
             "function_calling": self.function_calling,
             "tool_docs": self.toolset.text_docs(),
+            "shell": self.config.shell,
         }
         self.add("system", self.render(self.config.system_template, values), "system")
         self.add("user", self.render(self.config.instance_template, values), "user")
@@ -296,9 +313,7 @@ class Agent:
             observation, kind, patch, exit_code = refusal, OutputKind.NORMAL, None, 1
             timed_out = False
         else:
-            result = self.sandbox.run(
-                action.command, timeout=self.config.command_timeout, env=self.env
-            )
+            result = self._run(action.command)
             out = classify_output(result.output, self.toolset.role(action.command, action.tool))
             kind, exit_code, timed_out = out.kind, result.exit_code, result.timed_out
             # The repository's real change, not what the tool (or a file it printed) claims.
@@ -306,7 +321,7 @@ class Agent:
             observation = cut_middle(
                 out.text, self.config.max_observation_chars, dropped=_dropped(result)
             )
-        self.state = self.toolset.state(self.sandbox, self.env)
+        self.state = self.toolset.state(self.sandbox, self.env, session=self.session)
         rendered = self.render(
             self.config.observation_template,
             {
@@ -355,6 +370,12 @@ class Agent:
             self.traj.save()
         if kind is OutputKind.EXIT_FORFEIT:
             raise Forfeited()
+
+    def _run(self, command: str) -> CommandResult:
+        timeout = self.config.command_timeout
+        if self.session is None:  # (a sandbox of a user's own may not know sessions)
+            return self.sandbox.run(command, timeout=timeout, env=self.env)
+        return self.sandbox.run(command, timeout=timeout, env=self.env, session=self.session)
 
     # -- messages -----------------------------------------------------------------------------
 

@@ -192,15 +192,27 @@ def _install_failure(name: str, output: str, result: Any) -> str:
     return f"{head}:\n{tail}{hint}"
 
 
-def state(sandbox: Sandbox, commands: Sequence[str], env: Mapping[str, str]) -> dict[str, Any]:
+def state(
+    sandbox: Sandbox,
+    commands: Sequence[str],
+    env: Mapping[str, str],
+    *,
+    session: str | None = None,
+) -> dict[str, Any]:
     """Run the state commands, then read ``<home>/state.json`` ({} when there is none).
 
-    One sandbox round trip: the commands and the read are one shell command."""
+    One sandbox round trip: the commands and the read are one shell command. ``session``: the
+    agent's persistent shell session, if it has one (the state commands then see its working
+    directory and variables, as SWE-agent's do)."""
     if not commands:
         return {}
     steps = "; ".join(f"{{ {cmd} ; }} >/dev/null 2>&1" for cmd in commands)
     state_file = f"{shlex.quote(home(sandbox))}/state.json"
-    result = sandbox.run(f"{steps}; cat {state_file} 2>/dev/null", env=env, max_output=1 << 28)
+    command = f"{steps}; cat {state_file} 2>/dev/null"
+    if session is None:  # (a sandbox of a user's own may not know sessions)
+        result = sandbox.run(command, env=env, max_output=1 << 28)
+    else:
+        result = sandbox.run(command, env=env, max_output=1 << 28, session=session)
     try:
         value = json.loads(result.output or "{}")
     except ValueError:

@@ -229,9 +229,12 @@ class Toolset:
             timeout=timeout,
         )
 
-    def state(self, sandbox: Sandbox, env: Mapping[str, str]) -> dict[str, Any]:
-        """Run the state commands, then read ``<home>/state.json`` ({} when there is none)."""
-        return toolenv.state(sandbox, self.state_commands, env)
+    def state(
+        self, sandbox: Sandbox, env: Mapping[str, str], *, session: str | None = None
+    ) -> dict[str, Any]:
+        """Run the state commands, then read ``<home>/state.json`` ({} when there is none);
+        ``session``: the agent's persistent shell session, if any."""
+        return toolenv.state(sandbox, self.state_commands, env, session=session)
 
     # -- for the model ----------------------------------------------------------------------
 

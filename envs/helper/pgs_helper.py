@@ -6,6 +6,24 @@ as ``bash -c`` in a process group of its own, with the working directory and env
 in the request (no shell state carries over). Output is capped: the head and the tail are kept
 and the number of bytes dropped is reported.
 
+A request may name a persistent shell ``session``: then ``cd``, variables (exported or not),
+``source``, functions, aliases and shell options carry over from one command of that session to
+the next, as in an interactive bash. The helper keeps the session's STATE, not a live shell:
+each command is still a fresh ``bash -c`` in a process group of its own, whose script first
+restores the state file (a bash script: ``cd``, ``declare -p``, ``declare -f``, ``declare -F``,
+``alias -p``, ``shopt -p``, ``set +o``) and whose EXIT trap writes the new state to a second
+file. Only when the command ended by itself does that file replace the state; a command that
+timed out, was cancelled, or ended without its trap (``exec``, a trap of its own on EXIT, a
+signal) leaves the session as it was before it, and the output ends with a line that says so
+(one stopped before its restore was over resets the session: that state would stop every later
+command). So timeouts, cancels, output caps and containment are those of any command, the end of
+a command is the end of its process (no prompt or marker is looked for in its output), and
+nothing a command started outlives it, in a session or not. The state restores into a shell
+started with an empty environment: the session's environment is its first command's, then what
+its commands changed (``unset`` included); the request's ``env`` and ``cwd`` apply only to a
+session's first command. Not carried over: background jobs (they end with their command), traps,
+the directory stack.
+
 Every process a command started ends with the command, whatever group or session it moved to
 (``setsid``, ``timeout``, ``set -m``, a double fork): the helper is a child subreaper
 (``prctl(PR_SET_CHILD_SUBREAPER)``), so an orphaned descendant is re-parented to the helper
@@ -34,10 +52,13 @@ import collections
 import ctypes
 import json
 import os
+import re
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 _out = sys.stdout.buffer
@@ -248,7 +269,8 @@ def end_descendants():
 
 
 def _pump(proc, buf, timeout):
-    """Read the command's output until it ends or runs out of time; True when out of time.
+    """Read the command's output until it ends, runs out of time or is cancelled; returns
+    "ended", "timeout" or "cancelled".
 
     Watches stdin meanwhile: Hangup (the owner is gone) or a CANCEL line ends the wait at once."""
     deadline = None if timeout is None else time.monotonic() + timeout
@@ -266,7 +288,7 @@ def _pump(proc, buf, timeout):
         while True:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
-                return proc.poll() is None
+                return "ended" if proc.poll() is not None else "timeout"
             if output_open:
                 events = sel.select(0.5 if left is None else min(left, 0.5))
             else:
@@ -281,7 +303,7 @@ def _pump(proc, buf, timeout):
                 if key.fd == _in.fd:
                     _in.fill()
                     if _in.take_cancel():
-                        return False
+                        return "cancelled"
                     continue
                 chunk = os.read(fd, 65536)
                 if chunk:
@@ -292,7 +314,7 @@ def _pump(proc, buf, timeout):
             # Once the command itself is gone, what it left behind may hold the pipe open (or
             # keep writing to it): the caller ends those, then reads what is left.
             if proc.poll() is not None:
-                return False
+                return "ended"
     finally:
         sel.close()
 
@@ -421,20 +443,133 @@ def _start(cmd, cwd, env):
     return _Spawned(pid, os.fdopen(read_end, "rb", buffering=0))
 
 
+#: Where session states live: set by ``--state-dir DIR``, else a temporary folder made at the
+#: first session command (in a container, it goes with the container).
+STATE_DIR = None
+#: Sessions that have had a state, to tell a lost state file from a new session.
+_sessions = set()
+
+#: The first line of a session command's script; {save} is where its state goes (``>|``: even
+#: under ``set -C``; ``builtin``: whatever functions the command defined). The state is bash code
+#: that restores it: the directory first (so that OLDPWD is restored after it; a directory
+#: removed meanwhile is said, on stdout), then every variable (but PWD, which the cd sets),
+#: function (``declare -F`` lines then mark the exported ones again; the others print their
+#: definition, to /dev/null) and alias, and the options last (a restored `set -e` or `set -u`
+#: must not stop the restore, and a restored `set -x` must not trace it). ``set -n`` is never
+#: kept (its EXIT trap does not run), nor is ``set -t`` in effect (``bash -c`` ignores it), as
+#: in an interactive bash. Bash's own read-only variables fail to restore, silently. The trap's
+#: output goes nowhere, traced or not.
+_SESSION_PRELUDE = (
+    "builtin unset BASH_EXECUTION_STRING; builtin shopt -s expand_aliases; "
+    "__pgs_save() { { builtin printf 'builtin cd -- %q || builtin echo %q\"$PWD\"\\n' "
+    "\"$PWD\" \"pgs: the directory $PWD is gone; the shell session is now in \"; "
+    "builtin unset BASH_COMMAND PWD; builtin declare -p; builtin declare -f; "
+    "builtin printf '__pgs_exports() {\\nbuiltin true\\n'; builtin declare -F; "
+    "builtin printf '}\\n__pgs_exports >/dev/null\\n'; "
+    "builtin printf 'builtin unalias -a\\n'; builtin alias -p; "
+    "builtin printf '__pgs_options() {\\n'; builtin shopt -p; builtin set +o; "
+    "builtin printf '}\\n__pgs_options\\n'; } >| {save}; }; "
+    "builtin trap '{ __pgs_save; } 2>/dev/null' EXIT; "
+)
+_SESSION_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}$")
+
+
+def _session_files(name):
+    """(state, next state, restored mark) paths of session ``name``."""
+    global STATE_DIR
+    if not _SESSION_NAME.match(name) or name.startswith("."):
+        raise ValueError("bad session name: %r" % name)
+    if STATE_DIR is None:
+        STATE_DIR = tempfile.mkdtemp(prefix="pgs-sessions-")
+    os.makedirs(STATE_DIR, mode=0o700, exist_ok=True)
+    state = os.path.join(STATE_DIR, name + ".sh")
+    return state, state + ".next", state + ".restored"
+
+
+def _quote(text):
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _session_command(cmd, state, following, mark, env):
+    """(script, environment) of a session command: the state (if any) restored first, in a
+    shell with an empty environment (the state holds the session's), then ``mark`` written
+    (an untraced redirection: the restore is over), then ``cmd`` on its own lines, as
+    ``bash -c`` would run it (aliases just restored apply, since bash parses ``-c`` a line at
+    a time)."""
+    prelude = _SESSION_PRELUDE.replace("{save}", _quote(following))
+    if os.path.exists(state):
+        prelude += "builtin source %s 2>/dev/null; >| %s" % (_quote(state), _quote(mark))
+        env = {}
+    return prelude + "\n" + cmd, env
+
+
+#: Appended to a session command's output when its changes to the session were not kept.
+_NOT_KEPT = (
+    "\npgs: the shell session is as it was before this command (directory, variables, "
+    "functions): %s\n"
+)
+
+
+def _session_after(name, state, following, mark, restoring, reason):
+    """Keep the state the command saved when it ended by itself; else a note for its output.
+
+    A command stopped before its restore was over (``mark`` not written; a function named like
+    a builtin the restore uses, that hangs) would stop every later command the same way: the
+    session starts again from a fresh shell then, and the note says so."""
+    try:
+        if reason == "ended" and os.path.exists(following):
+            os.replace(following, state)
+            _sessions.add(name)
+            return ""
+        if os.path.exists(following):
+            os.unlink(following)
+        if restoring and reason != "ended" and not os.path.exists(mark):
+            os.unlink(state)
+            _sessions.discard(name)
+            return (
+                "\npgs: the shell session was reset: restoring its state did not finish (a "
+                "function named like a shell builtin?); the next command starts in a fresh "
+                "shell in the repository\n"
+            )
+    except OSError as e:
+        return _NOT_KEPT % ("its state could not be saved (%s)" % e)
+    if reason == "timeout":
+        return _NOT_KEPT % "the command was stopped at its time limit"
+    if reason == "cancelled":
+        return _NOT_KEPT % "the command was stopped"
+    return _NOT_KEPT % (
+        "it ended without returning to the shell (exec, its own trap on EXIT, or a signal)"
+    )
+
+
 def run(req):
     env = dict(os.environ)
     env.update(req.get("env") or {})
     timeout = req.get("timeout")
     buf = CappedBuffer(int(req.get("max_output") or 1000000))
     start = time.monotonic()
+    cmd, session, before, after = req["cmd"], req.get("session"), b"", ""
+    if session:
+        state, following, mark = _session_files(session)
+        restoring = os.path.exists(state)
+        if session in _sessions and not restoring:
+            before = (b"pgs: the shell session's state was lost (its file was removed); this "
+                      b"command runs in a fresh shell\n")
+            _sessions.discard(session)
+        for stale in (following, mark):
+            if os.path.exists(stale):
+                os.unlink(stale)
+        cmd, env = _session_command(cmd, state, following, mark, env)
+        buf.add(before)
     try:
-        proc = _start(req["cmd"], req.get("cwd") or None, env)
+        proc = _start(cmd, req.get("cwd") or None, env)
     except (OSError, ValueError) as e:
         return {"output": "pgs: cannot start command: %s\n" % e, "exit_code": 127,
                 "timed_out": False, "truncated": False, "output_bytes": 0, "duration": 0.0}
 
     try:
-        timed_out = _pump(proc, buf, timeout)
+        reason = _pump(proc, buf, timeout)
+        timed_out = reason == "timeout"
         # The command is over, out of time or cancelled: end everything it started. Then no
         # writer is left (when contained), and the rest of the output is read to its end.
         _end(proc)
@@ -444,9 +579,11 @@ def run(req):
         raise
     finally:
         proc.stdout.close()
+    if session:
+        after = _session_after(session, state, following, mark, restoring, reason)
     data, truncated = buf.render()
     return {
-        "output": data.decode("utf-8", "replace"),
+        "output": data.decode("utf-8", "replace") + after,
         "exit_code": -9 if timed_out else proc.returncode,
         "timed_out": timed_out,
         "truncated": truncated,
@@ -491,6 +628,10 @@ def main():
     sys.stdout = sys.stderr
     global CONTAIN
     CONTAIN = "--no-contain" not in sys.argv[1:] and _become_subreaper()
+    global STATE_DIR
+    given = "--state-dir" in sys.argv[1:-1]
+    if given:
+        STATE_DIR = sys.argv[sys.argv.index("--state-dir") + 1]
     _watch_children()
     reply({"id": None, "ready": True, "pid": os.getpid(), "contained": CONTAIN})
     try:
@@ -506,6 +647,9 @@ def main():
             handle(req)
     except Hangup:
         return
+    finally:
+        if STATE_DIR is not None and not given:  # a folder of its own: the helper's to remove
+            shutil.rmtree(STATE_DIR, ignore_errors=True)
 
 
 if __name__ == "__main__":
