@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from agent.core.locks import LOCKS
 from agent.models.scripted import ScriptedServer
 from tests.repos import git, make_repo
 from tests.support.textutil import ISSUE, MODEL, pgs_env
@@ -153,7 +152,7 @@ def test_no_secret_of_the_host_reaches_the_model_the_files_or_the_terminal(
         "stdout": done.stdout,
         "stderr": done.stderr,
         "requests": json.dumps(requests),
-        **{str(p): p.read_text() for p in out.rglob("*") if p.is_file() and LOCKS not in p.parts},
+        **{str(p): p.read_text() for p in out.rglob("*") if p.is_file()},
     }
     assert {Path(p).suffix for p in everything if "/" in p} == {".traj", ".patch", ".pred"}
     for where, text in everything.items():

@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 
-from agent.core.locks import LOCKS
 from agent.models.scripted import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import make_repo
@@ -222,7 +221,7 @@ def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path)
     assert len(folders) == 2  # trajectories/<time>-scripted-<random>, one per run
     for folder in folders:
         assert folder.name.split("-")[2] == MODEL
-        (run,) = [p for p in folder.iterdir() if p.name != LOCKS]  # and the run's lock
+        (run,) = folder.iterdir()
         assert sorted(p.suffix for p in run.iterdir()) == [".patch", ".pred", ".traj"]
         assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
 

@@ -73,7 +73,7 @@ def test_endpoint_down_stops_the_batch_and_resume_retries_what_failed(
     # The two that failed are not results; the two never started are not marked at all.
     preds = json.loads((out / "preds.json").read_text()) if (out / "preds.json").exists() else {}
     assert preds == {}
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == IDS[:2]
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == IDS[:2]
     for iid in IDS[:2]:
         assert finished_status(output_paths(out, iid)["traj"]) is None
         assert not output_paths(out, iid)["pred"].exists()
@@ -99,7 +99,7 @@ def test_stop_after_zero_runs_every_instance(
     err = capsys.readouterr().err
     assert code == 1, err  # every instance failed; no early stop was asked for
     assert error_lines(err) == []
-    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == IDS
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == IDS
 
 
 def test_two_batches_into_one_folder_at_once_keep_every_prediction(
