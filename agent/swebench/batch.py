@@ -7,8 +7,11 @@ instances share one :class:`~agent.models.GlobalStats`, so ``--model.total-cost-
 the whole batch: no instance starts once it is reached.
 
 Files, in ``--output-dir``: ``<id>/<id>.traj`` / ``.patch`` / ``.pred`` per instance, and
-``preds.json`` (a dict keyed by instance id, the harness's format), rewritten atomically under
-a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Every file
+``preds.json`` (a dict keyed by instance id, the harness's format), read, merged and rewritten
+atomically under a lock on the folder after each instance (:mod:`agent.core.locks`), so a
+Ctrl-C or a kill never loses a finished prediction, and two batches (or ``pgs run``) writing
+into one folder keep each other's. Each instance is claimed (a lock on its folder, by the
+driver) for its run: one another process is running is skipped. Every file
 and progress line goes through the run's redactor (:mod:`agent.core.secrets`). Each
 prediction also records its feedback mode and what it cost (:func:`agent.pgs.compare.
 prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedback_tokens``,
@@ -18,11 +21,17 @@ prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedbac
 ``instance_id``, ``model_name_or_path`` and ``model_patch`` by name.
 
 Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
-skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
-instance (a failed image build, a sandbox error) is recorded as ``exit_error`` with its message
-in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`)
-once: no new instance starts, the running ones finish, exit code 130; twice: stop now
-(containers of running instances are removed; a repeated SIGHUP is ignored). Each instance's
+skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A finished run made
+with another model or ablation setting (:func:`result_setting`) is refused: skipping it would
+mix two settings in one folder. A crash in one instance is recorded as ``exit_error`` with its
+message in the ``.traj`` and the batch goes on. A crash of the infrastructure (:data:`RETRIED`:
+the model endpoint after its retries, Docker, an image build, the disk) is not the instance's
+result: no prediction, and a resume runs it again; ``stop_after`` of them in a row with the
+same error stop the batch (:attr:`Batch.halted`), leaving the rest untouched.
+
+Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`) once: no new instance starts, the
+running ones finish, exit code 130; twice: stop now (containers of running instances are
+removed; a repeated SIGHUP is ignored). Each instance's
 progress row is a run hook (:class:`agent.swebench.progress.SlotHook`); the command itself is
 :mod:`agent.cli.batch`.
 
@@ -30,7 +39,8 @@ Where instances run is an :class:`~agent.swebench.executors.Executor`: threads h
 or Ray tasks on a cluster (``--executor ray``), which run :func:`run_detached` in a scratch folder
 on their node and return its files; the driver writes them (:meth:`Batch.land`, the ``.traj`` last,
 since it marks the instance finished) and ``preds.json``, and stops submitting once the total cost
-reaches ``--model.total-cost-limit`` (each task carries the budget left)."""
+reaches ``--model.total-cost-limit`` (each task carries the budget left). Only the driver
+writes into the output folder, and holds the claims."""
 
 from __future__ import annotations
 
