@@ -154,6 +154,10 @@ def _status_of(info: dict[str, Any]) -> str | None:
     return str(status)
 
 
+def _instances(n: int) -> str:
+    return f"{n} instance{'' if n == 1 else 's'}"
+
+
 def result_setting(config: RunConfig) -> dict[str, Any]:
     """What changes an instance's result, by name: the model, and the feedback mode with the
     rest of the ablation setting (:func:`agent.pgs.method.ablation`)."""
@@ -403,7 +407,8 @@ class Batch:
             console.print(f"resume: {len(skipped)} finished instances skipped (--redo reruns)")
         if retried:
             console.print(
-                f"resume: {len(retried)} instances retried: they failed for infrastructure"
+                f"resume: {_instances(len(retried))} retried: "
+                f"{'they' if len(retried) > 1 else 'it'} failed for infrastructure"
             )
         executor = executor or LocalExecutor(self.workers)
         progress = Progress(len(todo), self.workers, self.stats)
@@ -520,7 +525,7 @@ class Batch:
         streak.append(failure)
         if self.stop_after and len(streak) >= self.stop_after and not self.halted:
             self.halted = self.redactor.redact(
-                f"stopped early: {len(streak)} instances in a row failed for infrastructure "
+                f"stopped early: {_instances(len(streak))} in a row failed for infrastructure "
                 f"({failure}); fix it and rerun with --output-dir {self.output_dir}: they run "
                 "again, and so do the instances not started"
             )
