@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -140,6 +141,44 @@ def test_two_batches_into_one_folder_at_once_keep_every_prediction(
     assert all("# checked" in p["model_patch"] for p in preds.values())
 
 
+def test_two_batches_of_the_same_instance_at_once_run_it_once(
+    dataset: Dataset, four: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> dict[str, Any]:
+        release.wait(120)  # until the other batch has decided what to do with the instance
+        return editing(request)
+
+    with ScriptedServer(held) as server:
+        argv = local(dataset, server.url, out, "--slice", "0:1", instances=four)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "agent.cli", *argv],
+                cwd=ROOT,
+                env=pgs_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        try:
+            deadline = time.monotonic() + 120
+            while len(server.requests) < 2 and all(p.poll() is None for p in procs):
+                assert time.monotonic() < deadline, "neither batch reached the model"
+                time.sleep(0.05)
+        finally:
+            release.set()
+        outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    skipped = [err for _, err in outputs if "another pgs process is running it" in err]
+    assert len(skipped) == 1, outputs
+    assert len(server.requests) == 2  # one run of the instance: the edit, then submit
+    assert list(json.loads((out / "preds.json").read_text())) == IDS[:1]
+
+
 def test_resume_with_another_model_or_feedback_mode_is_refused(
     dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -167,3 +206,7 @@ def test_resume_with_another_model_or_feedback_mode_is_refused(
         # The same setting resumes as before: everything finished is skipped.
         assert main(local(dataset, server.url, out)) == 0
         assert "2 finished instances skipped" in capsys.readouterr().err
+        # --redo runs them again with the new model.
+        assert main(local(dataset, server.url, out, "--redo", model="other-model")) == 0
+    preds = json.loads((out / "preds.json").read_text())
+    assert {p["model_name_or_path"] for p in preds.values()} == {"other-model"}
