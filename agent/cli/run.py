@@ -73,7 +73,7 @@ def register(subparsers: Any) -> None:
         type=Path,
         help="where <id>/<id>.traj, .patch, .pred go (default: a new folder "
         "trajectories/<time>-<model>-<random>); a folder holding a run of the same issue is "
-        "refused unless --overwrite",
+        "refused unless --overwrite, and so is one where it is running now",
     )
     run.add_argument(
         "--overwrite",
