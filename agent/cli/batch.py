@@ -25,6 +25,7 @@ from agent.swebench import (
 )
 from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
+from envs.cli import INFRASTRUCTURE, print_error
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -59,6 +60,15 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--redo", action="store_true", help="rerun finished instances too")
     parser.add_argument(
+        "--stop-after",
+        type=int,
+        default=3,
+        metavar="N",
+        help="stop the batch once N instances in a row failed for the same infrastructure "
+        "error (the model endpoint down, Docker gone; they and the rest run on resume); 0: "
+        "never (default: 3)",
+    )
+    parser.add_argument(
         "--hints", action="store_true", help="append each instance's hints_text to the issue"
     )
     parser.add_argument(
@@ -76,6 +86,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     if args.workers < 1:
         raise InstanceError("--workers must be at least 1")
+    if args.stop_after < 0:
+        raise InstanceError("--stop-after must be 0 (never) or more")
     if args.instances is not None:
         instances = load_instances(args.instances)
     else:
@@ -101,6 +113,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         hints=args.hints,
         redo=args.redo,
         workers=args.workers,
+        stop_after=args.stop_after,
     )
     executor = make_executor(args.executor, args.workers, args.ray_address)
     err.print(
@@ -111,7 +124,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if batch.stop.is_set():
         err.print(f"interrupted: rerun with --output-dir {output_dir} to resume")
         return INTERRUPTED
-    failed = sum(n for s, n in statuses.items() if not s.startswith(("submitted", "not started")))
+    if batch.halted:
+        print_error(batch.halted)
+        return INFRASTRUCTURE
+    done = ("submitted", "not started", "skipped")  # skipped: another process runs it
+    failed = sum(n for s, n in statuses.items() if not s.startswith(done))
     return 1 if failed else 0
 
 

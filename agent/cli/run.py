@@ -8,6 +8,7 @@ The run goes through :func:`agent.core.run.run_task` with its hooks: :class:`Ter
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from rich.status import Status
 
 from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.core.hooks import RunHook
+from agent.core.locks import Claimed, claim
 from agent.core.loop import Agent, RunResult
 from agent.core.run import (
     InputError,
@@ -71,7 +73,7 @@ def register(subparsers: Any) -> None:
         type=Path,
         help="where <id>/<id>.traj, .patch, .pred go (default: a new folder "
         "trajectories/<time>-<model>-<random>); a folder holding a run of the same issue is "
-        "refused unless --overwrite",
+        "refused unless --overwrite, and so is one where it is running now",
     )
     run.add_argument(
         "--overwrite",
@@ -267,19 +269,27 @@ def run_with_progress(
 ) -> RunResult:
     """:func:`run_task` with the spinner and the report (:class:`TerminalHook`) first, then
     ``hooks``."""
-    check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
     check_writable(output_dir)
-    terminal = TerminalHook()
-    try:
-        return run_task(task, config, output_dir, hooks=[terminal, *hooks])
-    except KeyboardInterrupt:
-        terminal.close()
-        traj = output_paths(output_dir, task.instance_id)["traj"]
-        if traj.exists():  # not before the agent started
-            err.print(f"interrupted; the trajectory so far is in {traj}")
-        raise
-    finally:
-        terminal.close()
+    with contextlib.ExitStack() as held:
+        # The claim makes the same-instance check atomic: two runs of one issue into one
+        # folder, started at once, cannot both pass it (agent.core.locks; it dies with the
+        # process, so a crashed run leaves nothing that blocks the next one).
+        try:
+            held.enter_context(claim(output_dir, task.instance_id))
+        except Claimed as e:
+            raise InputError(f"{e}: wait for it to finish, or pass another --output-dir") from None
+        check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
+        terminal = TerminalHook()
+        try:
+            return run_task(task, config, output_dir, hooks=[terminal, *hooks])
+        except KeyboardInterrupt:
+            terminal.close()
+            traj = output_paths(output_dir, task.instance_id)["traj"]
+            if traj.exists():  # not before the agent started
+                err.print(f"interrupted; the trajectory so far is in {traj}")
+            raise
+        finally:
+            terminal.close()
 
 
 def report(result: RunResult, paths: dict[str, Path], console: Console = err) -> None:

@@ -316,11 +316,13 @@ class GitHub:
 
     def repository(self, full_name: str) -> Repository:
         data = self.get(f"/repos/{full_name}", f"the repository {full_name}")
+        perms = data.get("permissions")  # the token's, present when one was sent
         return Repository(
             full_name=data["full_name"],
             clone_url=data["clone_url"],
             default_branch=data.get("default_branch") or "main",
             private=bool(data.get("private")),
+            can_push=bool(perms.get("push")) if isinstance(perms, dict) else None,
         )
 
     def create_pull(
@@ -355,6 +357,8 @@ class Repository:
     clone_url: str
     default_branch: str
     private: bool = False
+    #: Whether the token may push (GitHub's ``permissions.push``); None without a token.
+    can_push: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from agent.core.run import InputError, Task, check_repo, usage
 from agent.github.client import (
     GitHub,
     Issue,
+    IssueRef,
     fetch_issue,
     looks_like_url,
     parse_issue_url,
@@ -129,6 +130,7 @@ def github_task(
         raise InputError("--workdir and --base-commit choose the clone pgs makes: omit --repo")
     token = os.environ.get("GITHUB_TOKEN") or None
     client = GitHub.from_env()
+    check_access(client, ref, github)  # before the run, not after it
     issue = fetch_issue(client, ref)
     _check_open(issue, force=github.force)
     instance_id = f"{ref.owner}__{ref.name}-{ref.number}"
@@ -140,6 +142,35 @@ def github_task(
         err.print(f"cloned {issue.repo.clone_url} into {repo}")
     task = Task(instance_id, problem_statement(issue), repo, image_spec=image_spec)
     return task, OpenPRHook(github, client, issue, token)
+
+
+def check_access(client: GitHub, ref: IssueRef, github: GitHubConfig) -> None:
+    """What ``--open-pr`` / ``--comment`` will need at the end, checked before any clone,
+    image or model work: a token GitHub accepts, and for ``--open-pr`` push access to the
+    repository the branch goes to (the issue's, or ``--fork`` OWNER/REPO)."""
+    if github.send == "nothing":
+        return
+    flag = "--open-pr" if github.send == "pr" else "--comment"
+    if not client.token:
+        what = "push a branch to" if github.send == "pr" else "comment on"
+        raise InputError(
+            f"{flag} needs GITHUB_TOKEN, a token that may {what} {ref.full_name}: set it, or "
+            f"drop {flag}"
+        )
+    target = ref.full_name
+    if github.send == "pr" and github.fork and _is_full_name(github.fork):
+        target = github.fork
+    repo = client.repository(target)  # a refused token: one GitHubError line
+    if github.send == "pr" and repo.can_push is False:
+        raise InputError(
+            f"GITHUB_TOKEN may not push to {target}, where --open-pr pushes the branch: give "
+            "the token write access, or pass --fork OWNER/REPO of a fork it can push to"
+        )
+
+
+def _is_full_name(fork: str) -> bool:
+    """``--fork`` as OWNER/REPO (not a git URL or a local path)."""
+    return not looks_like_url(fork) and fork.count("/") == 1 and not Path(fork).exists()
 
 
 class OpenPRHook(RunHook):
@@ -209,7 +240,7 @@ def branch_name(issue: Issue) -> str:
 def _fork_target(client: GitHub, fork: str) -> tuple[str, str]:
     """(push URL, owner) of ``--fork``: OWNER/REPO via the API, else a remote URL or path
     whose last two parts are OWNER/REPO."""
-    if not looks_like_url(fork) and fork.count("/") == 1 and not Path(fork).exists():
+    if _is_full_name(fork):
         repo = client.repository(fork)
         return repo.clone_url, repo.full_name.split("/")[0]
     parts = [p for p in fork.replace(":", "/").rstrip("/").split("/") if p]

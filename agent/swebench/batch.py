@@ -7,8 +7,11 @@ instances share one :class:`~agent.models.GlobalStats`, so ``--model.total-cost-
 the whole batch: no instance starts once it is reached.
 
 Files, in ``--output-dir``: ``<id>/<id>.traj`` / ``.patch`` / ``.pred`` per instance, and
-``preds.json`` (a dict keyed by instance id, the harness's format), rewritten atomically under
-a lock after each instance, so a Ctrl-C or a kill never loses a finished prediction. Every file
+``preds.json`` (a dict keyed by instance id, the harness's format), read, merged and rewritten
+atomically under a lock on the folder after each instance (:mod:`agent.core.locks`), so a
+Ctrl-C or a kill never loses a finished prediction, and two batches (or ``pgs run``) writing
+into one folder keep each other's. Each instance is claimed (a lock on its folder, by the
+driver) for its run: one another process is running is skipped. Every file
 and progress line goes through the run's redactor (:mod:`agent.core.secrets`). Each
 prediction also records its feedback mode and what it cost (:func:`agent.pgs.compare.
 prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedback_tokens``,
@@ -18,11 +21,17 @@ prediction_fields`: ``pgs_mode``, ``pgs_verdict``, ``pgs_rounds``, ``pgs_feedbac
 ``instance_id``, ``model_name_or_path`` and ``model_patch`` by name.
 
 Resume: an instance whose ``.traj`` holds an exit status (other than ``interrupted``) is
-skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A crash in one
-instance (a failed image build, a sandbox error) is recorded as ``exit_error`` with its message
-in the ``.traj`` and the batch goes on. Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`)
-once: no new instance starts, the running ones finish, exit code 130; twice: stop now
-(containers of running instances are removed; a repeated SIGHUP is ignored). Each instance's
+skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A finished run made
+with another model or ablation setting (:func:`result_setting`) is refused: skipping it would
+mix two settings in one folder. A crash in one instance is recorded as ``exit_error`` with its
+message in the ``.traj`` and the batch goes on. A crash of the infrastructure (:data:`RETRIED`:
+the model endpoint after its retries, Docker, an image build, the disk) is not the instance's
+result: no prediction, and a resume runs it again; ``stop_after`` of them in a row with the
+same error stop the batch (:attr:`Batch.halted`), leaving the rest untouched.
+
+Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`) once: no new instance starts, the
+running ones finish, exit code 130; twice: stop now (containers of running instances are
+removed; a repeated SIGHUP is ignored). Each instance's
 progress row is a run hook (:class:`agent.swebench.progress.SlotHook`); the command itself is
 :mod:`agent.cli.batch`.
 
@@ -30,7 +39,8 @@ Where instances run is an :class:`~agent.swebench.executors.Executor`: threads h
 or Ray tasks on a cluster (``--executor ray``), which run :func:`run_detached` in a scratch folder
 on their node and return its files; the driver writes them (:meth:`Batch.land`, the ``.traj`` last,
 since it marks the instance finished) and ``preds.json``, and stops submitting once the total cost
-reaches ``--model.total-cost-limit`` (each task carries the budget left)."""
+reaches ``--model.total-cost-limit`` (each task carries the budget left). Only the driver
+writes into the output folder, and holds the claims."""
 
 from __future__ import annotations
 
@@ -50,12 +60,21 @@ from rich.console import Console
 from rich.live import Live
 
 from agent.core.config import RunConfig
-from agent.core.errors import INTERRUPTED
-from agent.core.run import RunFailed, Task, output_paths, run_task
+from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED
+from agent.core.locks import Claimed, claim, folder_lock
+from agent.core.run import InputError, RunFailed, Task, output_paths, run_task
 from agent.core.secrets import Redactor
 from agent.core.trajectory import write_atomic
-from agent.models import GlobalStats
-from agent.pgs.compare import prediction_fields
+from agent.models import (
+    AuthenticationFailed,
+    GlobalStats,
+    ModelNotFound,
+    RateLimited,
+    ServerError,
+    Unreachable,
+)
+from agent.pgs.compare import ablation_of, prediction_fields
+from agent.pgs.method import ablation
 from agent.swebench import (
     TESTBED,
     Environments,
@@ -72,16 +91,87 @@ err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 #: Exit statuses that do not count as finished: the instance runs again on resume.
 UNFINISHED = {"interrupted"}
+#: Errors of the machine or of the model endpoint, not of the agent: an instance they ended
+#: has no result (it is not finished, a resume runs it again), and several in a row of the same
+#: one stop the batch (``--stop-after``). The model's are raised after its retries.
+RETRIED: tuple[type[Exception], ...] = (
+    *INFRASTRUCTURE_ERRORS,
+    Unreachable,
+    ServerError,
+    RateLimited,
+    AuthenticationFailed,
+    ModelNotFound,
+)
+#: What an instance that failed for infrastructure shows as in the exit statuses.
+INFRASTRUCTURE = "exit_error (infrastructure)"
 
 
-def finished_status(traj_path: Path) -> str | None:
-    """The exit status recorded in a ``.traj``, or None if it has none (or cannot be read)."""
+def infrastructure_failure(error: BaseException) -> str | None:
+    """``"<Error>: <first line>"`` when ``error`` (or the cause of a :class:`RunFailed`) is one
+    of :data:`RETRIED`; None for any other error (the instance's own result)."""
+    if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
+        error = error.__cause__
+    if not isinstance(error, RETRIED):
+        return None
+    first = (str(error).splitlines() or [""])[0]
+    return f"{type(error).__name__}: {first}"[:300]
+
+
+def _failed_for_infrastructure(info: dict[str, Any]) -> bool:
+    """A ``.traj``'s ``info`` of a run an infrastructure error ended: marked by the batch, or
+    (a ``pgs run``, a batch before the mark) its recorded error names one of :data:`RETRIED`."""
+    if info.get("exit_status") != "exit_error":
+        return False
+    if info.get("infrastructure"):
+        return True
+    name = str(info.get("error") or "").split(":", 1)[0]
+    classes, names = list(RETRIED), set()
+    while classes:  # RETRIED and their subclasses (SandboxClosed is a SandboxError)
+        cls = classes.pop()
+        names.add(cls.__name__)
+        classes.extend(cls.__subclasses__())
+    return name in names
+
+
+def _read_traj(traj_path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(traj_path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return None
-    status = (data.get("info") or {}).get("exit_status")
-    return str(status) if status and status not in UNFINISHED else None
+    return data if isinstance(data, dict) else None
+
+
+def finished_status(traj_path: Path) -> str | None:
+    """The exit status recorded in a ``.traj``, or None if it has none (or cannot be read), or
+    the run was interrupted or failed for infrastructure (:data:`RETRIED`)."""
+    return _status_of((_read_traj(traj_path) or {}).get("info") or {})
+
+
+def _status_of(info: dict[str, Any]) -> str | None:
+    status = info.get("exit_status")
+    if not status or status in UNFINISHED or _failed_for_infrastructure(info):
+        return None
+    return str(status)
+
+
+def _instances(n: int) -> str:
+    return f"{n} instance{'' if n == 1 else 's'}"
+
+
+def result_setting(config: RunConfig) -> dict[str, Any]:
+    """What changes an instance's result, by name: the model, and the feedback mode with the
+    rest of the ablation setting (:func:`agent.pgs.method.ablation`)."""
+    return {"model": config.model.name, **ablation(config.pgs).model_dump()}
+
+
+def recorded_setting(data: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`result_setting` of the run a ``.traj`` holds; None when it does not say (a run
+    that crashed before the agent started)."""
+    model = ((data.get("replay_config") or {}).get("model") or {}).get("name")
+    setting = ablation_of(data)
+    if not model or setting is None:
+        return None
+    return {"model": model, **setting.model_dump()}
 
 
 @dataclass
@@ -93,12 +183,19 @@ class Batch:
     hints: bool = False
     redo: bool = False
     workers: int = 1
+    #: Stop once this many instances in a row failed for the same infrastructure error (0:
+    #: never).
+    stop_after: int = 3
     stats: GlobalStats = field(default_factory=GlobalStats)
     stop: threading.Event = field(default_factory=threading.Event)
     #: Set by a second interrupt: containers are being removed, the process is leaving.
     abandoning: threading.Event = field(default_factory=threading.Event)
     preds: dict[str, dict[str, Any]] = field(default_factory=dict)
     preds_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Instances of this run that failed for infrastructure: what failed (:data:`RETRIED`).
+    infrastructure: dict[str, str] = field(default_factory=dict)
+    #: Why the batch stopped early (several instances in a row failed the same way), or None.
+    halted: str | None = None
 
     @cached_property
     def redactor(self) -> Redactor:
@@ -115,26 +212,53 @@ class Batch:
     # -- predictions ---------------------------------------------------------------------------
 
     def load_preds(self) -> None:
+        self.preds = self._read_preds()
+
+    def _read_preds(self) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(self.preds_path.read_text(encoding="utf-8"))
-            if isinstance(data, dict):
-                self.preds = {str(k): v for k, v in data.items() if isinstance(v, dict)}
         except (OSError, json.JSONDecodeError):
-            self.preds = {}
+            return {}
+        return (
+            {str(k): v for k, v in data.items() if isinstance(v, dict)}
+            if isinstance(data, dict)
+            else {}
+        )
 
-    def save_pred(self, pred: dict[str, Any]) -> None:
-        with self.preds_lock:
-            self.preds[pred["instance_id"]] = pred
-            self.write(self.preds_path, json.dumps(self.preds, indent=2, ensure_ascii=False))
+    def save_pred(self, pred: dict[str, Any] | None, instance_id: str | None = None) -> None:
+        """Put ``pred`` into ``preds.json`` (None: take ``instance_id`` out), read, merged and
+        written under the folder's lock: another batch or thread writing into the same folder
+        keeps its predictions (:mod:`agent.core.locks`)."""
+        iid = str(pred["instance_id"]) if pred is not None else str(instance_id)
+        with self.preds_lock, folder_lock(self.output_dir):
+            preds = self._read_preds()
+            if pred is None and iid not in preds:
+                self.preds = preds
+                return
+            if pred is None:
+                del preds[iid]
+            else:
+                preds[iid] = pred
+            self.write(self.preds_path, json.dumps(preds, indent=2, ensure_ascii=False))
+            self.preds = preds
 
     # -- one instance ------------------------------------------------------------------------
 
-    def pending(self) -> tuple[list[Instance], list[str]]:
-        """Instances to run, and those skipped because they finished before (resume)."""
-        todo, skipped = [], []
+    def pending(self) -> tuple[list[Instance], list[str], list[str]]:
+        """Instances to run, those skipped because they finished before (resume), and those
+        run again because they failed for infrastructure before (:data:`RETRIED`).
+
+        A finished run made with another model or ablation setting (:func:`result_setting`)
+        is refused (:class:`InputError`): skipping it would mix two settings in one folder."""
+        todo, skipped, retried = [], [], []
+        wanted = result_setting(self.config)
         for instance in self.instances:
             paths = output_paths(self.output_dir, instance.instance_id)
-            if not self.redo and finished_status(paths["traj"]):
+            data = None if self.redo else _read_traj(paths["traj"])
+            if data is not None and _failed_for_infrastructure(data.get("info") or {}):
+                retried.append(instance.instance_id)
+            if data is not None and _status_of(data.get("info") or {}):
+                self._check_setting(paths["traj"], data, wanted)
                 skipped.append(instance.instance_id)
                 pred = self.preds.get(instance.instance_id)
                 if pred is None and paths["pred"].exists():
@@ -147,7 +271,18 @@ class Batch:
                     self.save_pred(pred)
             else:
                 todo.append(instance)
-        return todo, skipped
+        return todo, skipped, retried
+
+    def _check_setting(self, traj: Path, data: dict[str, Any], wanted: dict[str, Any]) -> None:
+        found = recorded_setting(data)
+        if found is None or found == wanted:
+            return
+        key = next(k for k in wanted if found.get(k) != wanted.get(k))
+        raise InputError(
+            f"{self.output_dir} holds finished runs made with {key} {found.get(key)!r} "
+            f"({traj.name}), this batch has {key} {wanted.get(key)!r}: pass another "
+            "--output-dir, or --redo to run them again with this setting"
+        )
 
     def run_one(self, instance: Instance, slot: int, progress: Progress) -> str:
         iid = instance.instance_id
@@ -168,12 +303,21 @@ class Batch:
                 self._mark_interrupted(instance)
                 return "interrupted"
             exit_status, patch = "exit_error", self._record_crash(instance, e)
+            failure = infrastructure_failure(e)
+            if failure is not None:  # no result: no prediction, a resume runs it again
+                exit_status = INFRASTRUCTURE
+                self.infrastructure[iid] = failure
         finally:
             with progress.lock:
                 progress.slots.pop(slot, None)
-        pred = self.prediction(instance, patch)
-        self.write(output_paths(self.output_dir, iid)["pred"], json.dumps(pred, indent=1))
-        self.save_pred(pred)
+        pred_path = output_paths(self.output_dir, iid)["pred"]
+        if exit_status == INFRASTRUCTURE:
+            pred_path.unlink(missing_ok=True)
+            self.save_pred(None, iid)
+        else:
+            pred = self.prediction(instance, patch)
+            self.write(pred_path, json.dumps(pred, indent=1))
+            self.save_pred(pred)
         with progress.lock:
             progress.done += 1
             progress.failed += not exit_status.startswith("submitted")
@@ -238,6 +382,8 @@ class Batch:
                 data = {}
         info = data.setdefault("info", {})
         info.update(exit_status="exit_error", error=message, instance_id=instance.instance_id)
+        if isinstance(error, RETRIED):  # not finished: resume runs it again
+            info["infrastructure"] = True
         patch = str(info.get("submission") or "")
         info["submission"] = patch
         data.setdefault("trajectory", [])
@@ -256,9 +402,14 @@ class Batch:
         """Run every pending instance; (exit statuses of this run, ids skipped by resume)."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
         self.load_preds()
-        todo, skipped = self.pending()
+        todo, skipped, retried = self.pending()
         if skipped:
             console.print(f"resume: {len(skipped)} finished instances skipped (--redo reruns)")
+        if retried:
+            console.print(
+                f"resume: {_instances(len(retried))} retried: "
+                f"{'they' if len(retried) > 1 else 'it'} failed for infrastructure"
+            )
         executor = executor or LocalExecutor(self.workers)
         progress = Progress(len(todo), self.workers, self.stats)
         queue = deque(todo)
@@ -266,6 +417,10 @@ class Batch:
         free_lock = threading.Lock()
         by_id = {i.instance_id: i for i in todo}
         slots: dict[str, int] = {}
+        #: The instances this process holds (agent.core.locks.claim), released as they land.
+        claims: dict[str, contextlib.ExitStack] = {}
+        #: What failed, for the instances that ended last in a row for infrastructure.
+        streak: list[str] = []
 
         def job(instance: Instance) -> str:
             with free_lock:
@@ -283,9 +438,19 @@ class Batch:
             while queue or executor.in_flight():
                 try:
                     while queue and executor.in_flight() < self.workers:
-                        if self.stop.is_set() or (limit and self.stats.total_cost >= limit):
+                        if self.stop.is_set() or self.halted:
+                            break
+                        if limit and self.stats.total_cost >= limit:
                             break
                         instance = queue.popleft()
+                        held = self._claim(instance)
+                        if isinstance(held, str):
+                            statuses[held] += 1
+                            with progress.lock:
+                                progress.total -= 1
+                            live.console.print(f"{instance.instance_id}: {held}")
+                            continue
+                        claims[instance.instance_id] = held
                         if executor.shares_files:
                             executor.submit(instance.instance_id, job, instance)
                         else:
@@ -316,16 +481,54 @@ class Batch:
                         status = self.land(by_id[item.key], item.value, progress)
                     else:
                         status = str(item.value)
+                    with contextlib.suppress(KeyError):
+                        claims.pop(item.key).close()
                     statuses[status] += 1
                     if not status.startswith("not started"):
                         live.console.print(self.redactor.redact(f"{item.key}: {status}"))
+                        self._count_failure(item.key, streak)
                 live.update(progress.render())
             live.update(progress.render())
         executor.close()
-        if queue:  # stopped, or the total cost limit reached
-            why = "" if self.stop.is_set() else " (total cost limit)"
-            statuses[f"not started{why}"] += len(queue)
+        for held in claims.values():
+            held.close()
+        if queue:  # stopped, stopped early, or the total cost limit reached
+            why = "" if self.stop.is_set() else " (stopped early)" if self.halted else None
+            statuses[f"not started{' (total cost limit)' if why is None else why}"] += len(queue)
         return statuses, skipped
+
+    def _claim(self, instance: Instance) -> contextlib.ExitStack | str:
+        """Hold ``instance`` in the output folder for its run (:func:`agent.core.locks.claim`);
+        the status to report instead when another process runs it now or finished it since
+        :meth:`pending` looked."""
+        held = contextlib.ExitStack()
+        try:
+            held.enter_context(claim(self.output_dir, instance.instance_id))
+        except Claimed:
+            return "skipped: another pgs process is running it into this folder"
+        traj = output_paths(self.output_dir, instance.instance_id)["traj"]
+        if not self.redo and finished_status(traj):
+            held.close()
+            return "skipped: another pgs process finished it meanwhile"
+        return held
+
+    def _count_failure(self, instance_id: str, streak: list[str]) -> None:
+        """Stop the batch (:attr:`halted`) once :attr:`stop_after` instances in a row failed
+        for the same infrastructure error: the endpoint or Docker is down, the rest would
+        fail the same way."""
+        failure = self.infrastructure.get(instance_id)
+        if failure is None:
+            streak.clear()
+            return
+        if streak and streak[-1] != failure:
+            streak.clear()
+        streak.append(failure)
+        if self.stop_after and len(streak) >= self.stop_after and not self.halted:
+            self.halted = self.redactor.redact(
+                f"stopped early: {_instances(len(streak))} in a row failed for infrastructure "
+                f"({failure}); fix it and rerun with --output-dir {self.output_dir}: they run "
+                "again, and so do the instances not started"
+            )
 
     # -- instances elsewhere (an executor whose workers do not share the output folder) --------
 
@@ -359,7 +562,10 @@ class Batch:
                 self.write(folder / name, text)
         if traj_name in finished.files:  # last: it marks the instance finished
             self.write(paths["traj"], finished.files[traj_name])
-        if finished.pred is not None:
+        if finished.infrastructure is not None:  # no result: as run_one leaves it
+            self.infrastructure[instance.instance_id] = finished.infrastructure
+            self.save_pred(None, instance.instance_id)
+        elif finished.pred is not None:
             self.save_pred(finished.pred)
         self.stats.total_cost += finished.cost
         self.stats.api_calls += finished.api_calls
@@ -409,6 +615,8 @@ class Finished(BaseModel):
     seconds: float
     #: Where it ran: host and worker pid (the owner of its containers).
     worker: str
+    #: What failed, when an infrastructure error ended it (:data:`RETRIED`).
+    infrastructure: str | None = None
 
 
 def run_detached(
@@ -438,4 +646,5 @@ def run_detached(
         api_calls=batch.stats.api_calls,
         seconds=time.monotonic() - started,
         worker=f"{socket.gethostname()}:{os.getpid()}",
+        infrastructure=batch.infrastructure.get(iid),
     )

@@ -250,6 +250,67 @@ def test_a_reused_output_dir_is_refused_unless_overwrite(repo: Path, tmp_path: P
     assert json.loads(traj.read_text())["info"]["exit_status"] == "submitted"
 
 
+def test_two_runs_of_one_issue_into_one_folder_at_once_one_runs(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> dict[str, Any]:
+        release.wait(120)  # until the test has seen both runs reach the model, or one refused
+        return fixing(request)
+
+    with ScriptedServer(held) as server:
+        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+        procs = [
+            subprocess.Popen(
+                args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            for _ in range(2)
+        ]
+        try:
+            deadline = time.monotonic() + 120
+            while len(server.requests) < 2 and all(p.poll() is None for p in procs):
+                assert time.monotonic() < deadline, "neither run reached the model"
+                time.sleep(0.05)
+        finally:
+            release.set()
+        outputs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    refused = next(e.decode() for p, (_, e) in zip(procs, outputs, strict=True) if p.returncode)
+    assert codes == [0, 2], outputs
+    lines = [line for line in refused.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("pgs: error: another pgs process"), refused
+    assert "is running" in lines[0] and "another --output-dir" in lines[0]
+    assert len(server.requests) == 2  # one run: the fix, then submit
+    assert only_traj(out)["info"]["exit_status"] == "submitted"
+
+
+def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    asked, gone = threading.Event(), threading.Event()
+
+    def stuck(request: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        gone.wait(120)  # the run is killed while it waits for the model (no child process)
+        return SUBMIT
+
+    with ScriptedServer(stuck) as server:
+        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+        proc = subprocess.Popen(
+            args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        try:
+            wait_for(asked, proc, 120)  # it holds the claim now
+        finally:
+            proc.kill()
+            proc.communicate()
+            gone.set()
+    with ScriptedServer(fixing) as server:
+        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+        done = pgs([*args, "--overwrite"])
+    assert done.returncode == 0, done.stderr
+    assert only_traj(out)["info"]["exit_status"] == "submitted"
+
+
 # --------------------------------------------------------------------------- --issue
 
 

@@ -316,6 +316,40 @@ def test_flags_that_need_an_issue_url_or_conflict_are_refused_early(
     assert only_gets(fake)
 
 
+@pytest.mark.parametrize("flag", ["--open-pr", "--comment"])
+def test_open_pr_and_comment_check_the_token_before_the_run(
+    fake: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    flag: str,
+) -> None:
+    # The model endpoint is a closed port: any line about it means the run started.
+    out = tmp_path / "out"
+    base = argv(issue_url(fake), flag, "--sandbox", "local", out=out)
+
+    def fails_before_the_run() -> str:
+        code = main(base)
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2, err
+        assert len(lines) == 1 and lines[0].startswith("pgs: error:"), err
+        assert "cannot reach http://127.0.0.1" not in err  # no model call was tried
+        assert not (out / "octo__textutil-7").exists()  # nothing cloned
+        return lines[0]
+
+    line = fails_before_the_run()  # no token at all
+    assert f"{flag} needs GITHUB_TOKEN" in line and "set it" in line
+    monkeypatch.setenv("GITHUB_TOKEN", "expired-token")
+    assert "GitHub refused GITHUB_TOKEN (401" in fails_before_the_run()
+    if flag == "--open-pr":  # a token that may read the repository but not push to it
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        fake.repos[REPO].read_only.add(TOKEN)
+        line = fails_before_the_run()
+        assert "GITHUB_TOKEN may not push to octo/textutil" in line and "--fork" in line
+    assert fake.pulls == [] and fake.posted_comments == []
+
+
 def test_issue_url_with_repo_uses_the_local_repository(
     fake: FakeGitHub, bare: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

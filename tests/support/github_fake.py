@@ -61,6 +61,8 @@ class FakeRepo:
     clone_url: str
     default_branch: str = "main"
     private: bool = False
+    #: Tokens that may read but not push (GitHub's ``permissions.push`` false for them).
+    read_only: set[str] = field(default_factory=set)
     issues: dict[int, dict[str, Any]] = field(default_factory=dict)
     comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
 
@@ -215,7 +217,11 @@ class FakeGitHub:
         if request.method == "POST" and not authed:
             return 401, {"message": "Requires authentication"}, {}
         if request.method == "GET" and rest == "":
-            return 200, self._repo_json(repo), {}
+            data = self._repo_json(repo)
+            if authed:  # as GitHub does: the token's own permissions on the repository
+                push = request.token not in repo.read_only
+                data["permissions"] = {"admin": False, "push": push, "pull": True}
+            return 200, data, {}
         issue = re.fullmatch(r"/issues/(\d+)(/comments)?", rest)
         if issue and int(issue.group(1)) in repo.issues:
             number = int(issue.group(1))

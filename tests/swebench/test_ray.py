@@ -34,6 +34,7 @@ from agent.core.run import output_paths
 from agent.models.scripted import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL, list_containers
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
+from tests.support.textutil import closed_port
 from tests.swebench.test_swebench import I1, I2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,6 +257,30 @@ def test_total_cost_limit_holds_across_the_cluster(
     preds = json.loads((out / "preds.json").read_text())
     assert list(preds) == [I1]  # the first task spent the budget; the second was not submitted
     assert not (out / I2).exists()
+
+
+@pytest.mark.docker
+def test_an_outage_on_the_cluster_is_retried_on_resume(
+    cluster: Cluster,
+    dataset: Dataset,
+    base_image: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    out = tmp_path / "run"
+    ray_flags = ["--executor", "ray", "--ray-address", cluster.address, "--stop-after", "1"]
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    assert main([*batch_args(dataset, down, out), *ray_flags]) == 3
+    err = capsys.readouterr().err
+    assert "pgs: error: stopped early: 1 instance in a row failed for infrastructure" in err
+    assert "Unreachable" in err
+    assert not (out / I2).exists()  # never submitted
+    assert json.loads((out / I1 / f"{I1}.traj").read_text())["info"]["infrastructure"]
+    assert not output_paths(out, I1)["pred"].exists()
+    with ScriptedServer(fixing_policy) as server:
+        assert main([*batch_args(dataset, server.url, out), *ray_flags]) == 0
+    assert "resume: 1 instance retried: it failed for infrastructure" in capsys.readouterr().err
+    check_consistent(out, {I1, I2})
 
 
 def test_ray_executor_without_ray_is_one_line(dataset: Dataset, tmp_path: Path) -> None:

@@ -1,0 +1,212 @@
+"""Batches that lose nothing, through the real ``pgs batch``: an instance the model endpoint
+(or Docker) failed is not finished and a resume runs it again; a batch stops after several
+instances in a row failed the same way; two batches writing into one folder at once (real
+processes) keep every prediction; a resume with another model or feedback mode is refused.
+
+The local sandbox and the scripted model server on 127.0.0.1: Docker is not the point here;
+"the endpoint is down" is a closed port."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.cli import main
+from agent.core.run import output_paths
+from agent.models.scripted import ScriptedServer
+from agent.swebench.batch import finished_status
+from tests.support.swe_dataset import Dataset, batch_args, make_dataset
+from tests.support.textutil import ROOT, closed_port, pgs_env
+
+IDS = [f"acme__textkit-{n}" for n in (1, 2, 3, 4)]
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return make_dataset(tmp_path_factory.mktemp("swe"))
+
+
+@pytest.fixture
+def four(dataset: Dataset, tmp_path: Path) -> Path:
+    """Four instances: the dataset's two and a copy of each under another id."""
+    first, second = dataset.records
+    records = [first, second, {**first, "instance_id": IDS[2]}, {**second, "instance_id": IDS[3]}]
+    path = tmp_path / "instances.json"
+    path.write_text(json.dumps(records))
+    return path
+
+
+def editing(request: dict[str, Any]) -> dict[str, Any]:
+    """One edit, then submit: every instance ends ``submitted`` with a patch."""
+    if not any(m["role"] == "assistant" for m in request["messages"]):
+        command = "echo '# checked' >> textkit/core.py"
+        return {"content": "", "tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+    return {"content": "", "tool_calls": [{"name": "submit", "arguments": {}}]}
+
+
+def local(dataset: Dataset, url: str, out: Path, *extra: str, **kwargs: Any) -> list[str]:
+    return batch_args(dataset, url, out, "--sandbox", "local", *extra, **kwargs)
+
+
+def error_lines(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("pgs: error:")]
+
+
+def test_endpoint_down_stops_the_batch_and_resume_retries_what_failed(
+    dataset: Dataset, four: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    code = main([*local(dataset, down, out, "--stop-after", "2", instances=four)])
+    err = capsys.readouterr().err
+
+    assert code == 3, err  # the infrastructure failed, not the agent
+    [line] = error_lines(err)
+    assert "stopped early: 2 instances in a row failed for infrastructure" in line
+    assert "Unreachable: cannot reach http://127.0.0.1" in line and "--output-dir" in line
+    # The two that failed are not results; the two never started are not marked at all.
+    preds = json.loads((out / "preds.json").read_text()) if (out / "preds.json").exists() else {}
+    assert preds == {}
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == IDS[:2]
+    for iid in IDS[:2]:
+        assert finished_status(output_paths(out, iid)["traj"]) is None
+        assert not output_paths(out, iid)["pred"].exists()
+
+    # The endpoint is back: the resume runs the two that failed and the two not started.
+    with ScriptedServer(editing) as server:
+        code = main(local(dataset, server.url, out, instances=four))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "resume: 2 instances retried: they failed for infrastructure" in err
+    assert "finished instances skipped" not in err
+    preds = json.loads((out / "preds.json").read_text())
+    assert sorted(preds) == IDS
+    assert all("# checked" in p["model_patch"] for p in preds.values())
+
+
+def test_stop_after_zero_runs_every_instance(
+    dataset: Dataset, four: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    code = main([*local(dataset, down, out, "--stop-after", "0", instances=four)])
+    err = capsys.readouterr().err
+    assert code == 1, err  # every instance failed; no early stop was asked for
+    assert error_lines(err) == []
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == IDS
+
+
+def test_two_batches_into_one_folder_at_once_keep_every_prediction(
+    dataset: Dataset, four: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    # Each batch's instance waits at the model until the other batch's is there too: both
+    # processes hold what they read of preds.json before either writes it.
+    meet = threading.Barrier(2, timeout=120)
+
+    def together(request: dict[str, Any]) -> dict[str, Any]:
+        if not any(m["role"] == "assistant" for m in request["messages"]):
+            meet.wait()
+        return editing(request)
+
+    with ScriptedServer(together) as server:
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "agent.cli",
+                    *local(dataset, server.url, out, "--slice", part, instances=four),
+                ],
+                cwd=ROOT,
+                env=pgs_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for part in ("0:2", "2:4")
+        ]
+        outputs = [proc.communicate(timeout=300) for proc in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err
+    preds = json.loads((out / "preds.json").read_text())
+    assert sorted(preds) == IDS
+    assert all("# checked" in p["model_patch"] for p in preds.values())
+
+
+def test_two_batches_of_the_same_instance_at_once_run_it_once(
+    dataset: Dataset, four: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "run"
+    release = threading.Event()
+
+    def held(request: dict[str, Any]) -> dict[str, Any]:
+        release.wait(120)  # until the other batch has decided what to do with the instance
+        return editing(request)
+
+    with ScriptedServer(held) as server:
+        argv = local(dataset, server.url, out, "--slice", "0:1", instances=four)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "agent.cli", *argv],
+                cwd=ROOT,
+                env=pgs_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(2)
+        ]
+        try:
+            deadline = time.monotonic() + 120
+            while len(server.requests) < 2 and all(p.poll() is None for p in procs):
+                assert time.monotonic() < deadline, "neither batch reached the model"
+                time.sleep(0.05)
+        finally:
+            release.set()
+        outputs = [proc.communicate(timeout=300) for proc in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    skipped = [err for _, err in outputs if "another pgs process is running it" in err]
+    assert len(skipped) == 1, outputs
+    assert len(server.requests) == 2  # one run of the instance: the edit, then submit
+    assert list(json.loads((out / "preds.json").read_text())) == IDS[:1]
+
+
+def test_resume_with_another_model_or_feedback_mode_is_refused(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    with ScriptedServer(editing) as server:
+        assert main(local(dataset, server.url, out)) == 0
+        capsys.readouterr()
+        before = (out / "preds.json").read_text()
+        asked = len(server.requests)
+
+        code = main(local(dataset, server.url, out, model="other-model"))
+        err = capsys.readouterr().err
+        assert code == 2, err
+        [line] = error_lines(err)
+        assert "made with model 'scripted'" in line and "this batch has model 'other-model'" in line
+        assert "another --output-dir" in line and "--redo" in line
+
+        code = main(local(dataset, server.url, out, feedback="io"))
+        [line] = error_lines(capsys.readouterr().err)
+        assert code == 2
+        assert "made with mode 'none'" in line and "this batch has mode 'io'" in line
+
+        assert len(server.requests) == asked  # nothing ran
+        assert (out / "preds.json").read_text() == before
+        # The same setting resumes as before: everything finished is skipped.
+        assert main(local(dataset, server.url, out)) == 0
+        assert "2 finished instances skipped" in capsys.readouterr().err
+        # --redo runs them again with the new model.
+        assert main(local(dataset, server.url, out, "--redo", model="other-model")) == 0
+    preds = json.loads((out / "preds.json").read_text())
+    assert {p["model_name_or_path"] for p in preds.values()} == {"other-model"}
