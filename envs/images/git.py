@@ -42,6 +42,14 @@ def resolve_commit(repo: Path, commit: str = "HEAD") -> str:
     return done.stdout.decode().strip()
 
 
+def commit_day(repo: Path, sha: str) -> str:
+    """The UTC day (YYYY-MM-DD) of the commit's committer date."""
+    import datetime
+
+    stamp = _git(repo, "show", "-s", "--format=%ct", sha).stdout.decode().strip()
+    return datetime.datetime.fromtimestamp(int(stamp), datetime.UTC).date().isoformat()
+
+
 def is_dependency_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
     if path in DEPENDENCY_FILES:
