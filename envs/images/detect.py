@@ -113,7 +113,7 @@ class RepoImageSpec(BaseModel):
             return datetime.date.fromisoformat(text).isoformat()
         except ValueError:
             raise ValueError(
-                f"index_date {value!r}: give a day (YYYY-MM-DD), `now` or `commit`"
+                f"{value!r} is not a day: give YYYY-MM-DD, `now` or `commit`"
             ) from None
 
     @field_validator("install")
