@@ -15,7 +15,7 @@ nothing else (:mod:`envs.images.buildnet`); containers of these images run with 
 Both resolve against the package index as it was at the start of one day (UTC): by default the
 day of the commit's committer date, so an old commit gets the dependencies of its time; ``now``
 (``image.index_date``, ``--index-date``) resolves against today's. Exact pins (``==``, a lock
-file's versions, pgs's own pip/setuptools/wheel) are kept even when newer. The day is in both
+file's versions, pgs's own :data:`TOOL_PINS`) are kept even when newer. The day is in both
 images' labels (``pgs-agent.index_date``) and in the environment layer's key: commits of the
 same day with the same dependency files share it, two days make two.
 """
@@ -62,6 +62,9 @@ if TYPE_CHECKING:
 REPO_PATH = "/repo"
 #: Bump to rebuild every repository image (part of the hash).
 RECIPE_VERSION = "2"
+#: pgs's own requirements, kept whatever the index day: the venv's bootstrap, and the
+#: `editables` the offline wheels step fetches (first released in 2020: an older day has none).
+TOOL_PINS = (*common.ENV_BOOTSTRAP, "editables==0.5")
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ def build_repo_image(
     moment = index_moment(day)
     # What is pinned exactly (pgs's own pip/setuptools/wheel, the repository's == pins and lock
     # file) is kept even when newer than the moment; only the rest resolves as of the moment.
-    pins = merge_pins(exact_pins(common.ENV_BOOTSTRAP), plan.pins())
+    pins = merge_pins(exact_pins(TOOL_PINS), plan.pins())
     client = client or docker_client()
     base = ensure_base_image(python, method=base_method, status=status, client=client)
 
@@ -207,7 +210,8 @@ def build_repo_image(
         index_pins=pins,
     )
     files_key = sorted((p, hashlib.sha256(c).hexdigest()) for p, c in deps.items())
-    env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key, moment)
+    pins_key = sorted((name, sorted(versions)) for name, versions in pins.items())
+    env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key, moment, pins_key)
     env_tag = f"{repo_image_name(repo, 'pgs-env')}:{env_key[:12]}"
     steps = [
         *common.git_setup_steps(),
