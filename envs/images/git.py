@@ -47,7 +47,13 @@ def commit_day(repo: Path, sha: str) -> str:
     import datetime
 
     stamp = _git(repo, "show", "-s", "--format=%ct", sha).stdout.decode().strip()
-    return datetime.datetime.fromtimestamp(int(stamp), datetime.UTC).date().isoformat()
+    try:
+        return datetime.datetime.fromtimestamp(int(stamp), datetime.UTC).date().isoformat()
+    except (ValueError, OverflowError, OSError):  # a date git wrote but Python cannot read
+        raise EnvError(
+            f"the committer date of {sha[:12]} ({stamp!r}) is not a day pgs can read: "
+            "give the package index's day with --index-date YYYY-MM-DD (or `now`)"
+        ) from None
 
 
 def is_dependency_file(path: str) -> bool:

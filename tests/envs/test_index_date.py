@@ -158,6 +158,15 @@ def test_a_wrong_index_date_is_one_error_line(
     assert line.startswith("pgs: error: --index-date: index_date: 'yesterday' is not a day")
 
 
+def test_a_commit_date_python_cannot_read_is_one_error_line_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = commit(tmp_path / "far", FILES, "@999999999999 +0000")  # git takes year 33658
+    line = cli_error(capsys, "env", "build", str(repo), code=2)
+    assert "('999999999999') is not a day pgs can read" in line
+    assert "--index-date YYYY-MM-DD" in line
+
+
 # -- real Docker, real PyPI through the build proxy ---------------------------------------------
 
 
