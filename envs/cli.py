@@ -84,6 +84,12 @@ NO_REPO_INSTALL_HELP = (
     ".pgs.yaml install): its dependencies from requirement files and pyproject.toml only, its "
     "source on the path unbuilt (no compiled extensions, no entry points)"
 )
+#: Shared by `pgs env build` and `pgs run`.
+INDEX_DATE_HELP = (
+    "resolve what the repository does not pin exactly against the package index as it was at "
+    "the start of this day (YYYY-MM-DD, UTC), or `now` for today's; default: the day of the "
+    "commit's committer date (.pgs.yaml image.index_date); exact pins are kept"
+)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -98,6 +104,8 @@ def _build(args: argparse.Namespace) -> int:
         fields["install"] = args.install
     if args.no_repo_install:
         fields["run_install"] = False
+    if args.index_date:
+        fields["index_date"] = args.index_date
     spec = images.RepoImageSpec.checked(fields, source="pgs env build")
     with progress(f"image of {args.repo}") as status:
         built = images.build_repo_image(
@@ -107,7 +115,7 @@ def _build(args: argparse.Namespace) -> int:
     print(built.tag)
     print(
         f"{how} in {built.seconds:.1f} s: {Path(args.repo).resolve().name} at "
-        f"{built.commit[:12]}, Python {built.python}",
+        f"{built.commit[:12]}, Python {built.python}, package index of {built.index_date}",
         file=sys.stderr,
     )
     return 0
@@ -210,6 +218,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         action="store_true",
         help=NO_REPO_INSTALL_HELP,
     )
+    build.add_argument("--index-date", metavar="YYYY-MM-DD|now", help=INDEX_DATE_HELP)
     build.add_argument(
         "--method",
         choices=["debootstrap", "dockerfile"],

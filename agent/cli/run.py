@@ -39,7 +39,7 @@ from agent.core.secrets import Redactor
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
 from agent.pgs.records import PGSRecord, ValidationRecord
-from envs.cli import NO_REPO_INSTALL_HELP
+from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -136,6 +136,7 @@ def add_github_flags(parser: argparse.ArgumentParser) -> None:
         "package indexes in reach, nothing else; repeatable; replaces the detected install)",
     )
     parser.add_argument("--no-repo-install", action="store_true", help=NO_REPO_INSTALL_HELP)
+    parser.add_argument("--index-date", metavar="YYYY-MM-DD|now", help=INDEX_DATE_HELP)
 
 
 def github_config(args: argparse.Namespace) -> GitHubConfig:
@@ -151,15 +152,20 @@ def github_config(args: argparse.Namespace) -> GitHubConfig:
 
 
 def setup_spec(
-    setup: list[str] | None, config: RunConfig, *, run_install: bool = True
+    setup: list[str] | None,
+    config: RunConfig,
+    *,
+    run_install: bool = True,
+    index_date: str | None = None,
 ) -> RepoImageSpec | None:
     """``--setup`` commands as the repository image's install step, in place of the
     detected one (the wheelhouse is still filled from the detected requirements);
-    ``--no-repo-install`` as ``run_install: false``."""
-    if not setup and run_install:
+    ``--no-repo-install`` as ``run_install: false``; ``--index-date`` as ``index_date``."""
+    if not setup and run_install and not index_date:
         return None
     sandbox = config.sandbox
-    what = "--setup installs into" if setup else "--no-repo-install is about"
+    flag = "--setup" if setup else "--no-repo-install" if not run_install else "--index-date"
+    what = f"{flag} installs into" if setup else f"{flag} is about"
     if not sandbox.takes_image:
         raise InputError(f"{what} a Docker image: it needs --sandbox docker")
     if sandbox.image_tag():
@@ -171,14 +177,20 @@ def setup_spec(
     fields: dict[str, object] = {"install": list(setup)} if setup else {}
     if not run_install:
         fields["run_install"] = False
-    return RepoImageSpec.checked(fields, source="--setup" if setup else "--no-repo-install")
+    if index_date:  # checked alone, so that a wrong day is named as this flag's
+        fields |= RepoImageSpec.checked(
+            {"index_date": index_date}, source="--index-date"
+        ).model_dump(include={"index_date"})
+    return RepoImageSpec.checked(fields, source=flag)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before a clone or an image is made for nothing
-    image_spec = setup_spec(args.setup, config, run_install=not args.no_repo_install)
+    image_spec = setup_spec(
+        args.setup, config, run_install=not args.no_repo_install, index_date=args.index_date
+    )
     github = github_config(args)
     hooks: list[RunHook] = []
     if args.repo is None or looks_like_url(args.issue):  # agent/github/pr.py clones

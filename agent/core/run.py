@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agent.core.config import RunConfig, dump
 from agent.core.hooks import Hooks, RunHook
@@ -159,10 +159,13 @@ def open_sandbox(
     hooks: RunHook,
     image_spec: RepoImageSpec | None = None,
     toolset: Toolset | None = None,
+    record: dict[str, Any] | None = None,
 ) -> Sandbox:
     """The run's sandbox (:func:`envs.registry.make_sandbox`). One that starts from an image
     (Docker) gets the repository's image when none is given, with ``toolset``'s bundles
-    installed when one has an install.sh (:func:`agent.core.toolenv.sandbox_image`)."""
+    installed when one has an install.sh (:func:`agent.core.toolenv.sandbox_image`). The image
+    built, and the day of the package index it resolved against, go into ``record`` (the
+    ``task`` of the trajectory's ``replay_config``)."""
     sandbox_config = config.sandbox
     if sandbox_config.takes_image:
         if not sandbox_config.image_tag():
@@ -171,6 +174,8 @@ def open_sandbox(
             hooks.on_status("preparing the repository image (cached after the first time)")
             image = build_repo_image(repo, spec=image_spec, status=hooks.on_status, run_id=run_id)
             sandbox_config = sandbox_config.updated(image=image.tag)
+            if record is not None:
+                record |= {"image": image.tag, "index_date": image.index_date}
         tag = sandbox_config.image_tag()
         if toolset is not None and tag:
             tools_image = sandbox_image(tag, toolset, hooks.on_status)
@@ -405,7 +410,9 @@ def run_task(
         submit_tools=config.tools.submit_tools,
         forfeit_tools=config.tools.forfeit_tools,
     )
-    sandbox = open_sandbox(config, task.repo, run_id, hook, task.image_spec, toolset)
+    sandbox = open_sandbox(
+        config, task.repo, run_id, hook, task.image_spec, toolset, record=replay["task"]
+    )
     agent: Agent | None = None
     try:
         hook.on_status("the agent is working")

@@ -16,7 +16,7 @@ proxy (``HTTPS_PROXY``, ``http_proxy``...). The proxy answers:
 - ``GET /i/<n>/<path>``: the n-th configured index (pip's ``index-url``, then
   ``extra-index-url``s), fetched here with its credentials and the host's certificate authority;
   links into the index are rewritten to come back here, and with a moment the files uploaded
-  later are hidden (:mod:`envs.images.snapshot`). pip in the build sees
+  later are hidden, exact pins excepted (:mod:`envs.images.snapshot`). pip in the build sees
   ``http://127.0.0.1:3128/i/0/simple``: no credential, token or host address ever enters it.
 
 Everything else is refused with 403. The build-time settings (proxy variables, index URL,
@@ -49,6 +49,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from envs.images.snapshot import Pins
 
 #: Where the build's folder (socket, relay, CA, step script) is mounted inside the container.
 MOUNT = "/run/pgs-build"
@@ -394,7 +396,7 @@ class _Handler(socketserver.BaseRequestHandler):
         if moment and kind.startswith(JSON_TYPE):
             import json
 
-            data = json.dumps(visible(json.loads(data), moment)).encode()
+            data = json.dumps(visible(json.loads(data), moment, self.server.pins)).encode()
         origin = self.server.indexes[number].origin.encode()
         return data.replace(origin + b"/", f"http://{RELAY_ADDRESS}/i/{number}/".encode())
 
@@ -438,11 +440,14 @@ class BuildProxy(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         allowed: frozenset[str],
         *,
         moment: str | None = None,
+        pins: Pins | None = None,
         ca: str | None = None,
     ) -> None:
         super().__init__(str(path), _Handler)
         os.chmod(path, 0o666)  # the container's user need not be this process's
         self.indexes, self.allowed, self.moment = indexes, allowed, moment
+        #: Versions kept visible whatever the moment (exact pins of the build).
+        self.pins: Pins = pins or {}
         #: Why requests were refused, in order (for tests and error messages).
         self.refusals: list[str] = []
         context = ssl.create_default_context(cafile=ca)
@@ -484,10 +489,11 @@ def build_env(indexes: list[Index], ca: bool) -> dict[str, str]:
 
 @contextmanager
 def build_network(
-    folder: Path, *, network: bool, moment: str | None = None
+    folder: Path, *, network: bool, moment: str | None = None, pins: Pins | None = None
 ) -> Iterator[BuildNetwork]:
     """Serve the proxy on ``folder/proxy.sock`` while the block runs (nothing when ``network``
-    is False), with the relay and the host's CA beside it."""
+    is False), with the relay and the host's CA beside it. With ``moment`` the index is shown as
+    it was then, the versions ``pins`` names excepted (:mod:`envs.images.snapshot`)."""
     if not network:
         yield BuildNetwork(folder, {}, None)
         return
@@ -496,7 +502,9 @@ def build_network(
     if ca:
         shutil.copyfile(ca, folder / "ca.crt")
     (folder / "relay.py").write_text(RELAY)
-    server = BuildProxy(folder / SOCKET_NAME, indexes, allowed_hosts(indexes), moment=moment, ca=ca)
+    server = BuildProxy(
+        folder / SOCKET_NAME, indexes, allowed_hosts(indexes), moment=moment, pins=pins, ca=ca
+    )
     # A short poll: shutdown() waits for it, at the end of every build.
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()

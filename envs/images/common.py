@@ -174,6 +174,8 @@ class Layer:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Resolve against the package index as it was at this moment (ISO 8601, UTC), or today.
     index_moment: str | None = None
+    #: Exact pins kept visible whatever the moment: canonical name -> versions.
+    index_pins: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def script(self) -> str:
         """The steps as one bash script: each announced by its marker, the first failure ends it."""
@@ -232,7 +234,9 @@ class Layer:
             self._archive(archive)
             with (
                 translate_errors(f"build {tag}"),
-                build_network(mount, network=self.network, moment=self.index_moment) as net,
+                build_network(
+                    mount, network=self.network, moment=self.index_moment, pins=self.index_pins
+                ) as net,
             ):
                 base_config = client.images.get(self.base).attrs.get("Config") or {}
                 relay = f"python3 {MOUNT}/relay.py || python {MOUNT}/relay.py"

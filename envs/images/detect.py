@@ -23,6 +23,7 @@ repository layer, with the repository at its commit in place (setuptools-scm fin
 from __future__ import annotations
 
 import configparser
+import datetime
 import posixpath
 import re
 import shlex
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from envs.errors import EnvError
 from envs.images.base import DEFAULT_PYTHON, SUPPORTED_PYTHONS, check_python
 from envs.images.common import quote_requirement
+from envs.images.snapshot import exact_pins
 
 #: Extras and dependency groups of the project installed when it declares them: the test ones,
 #: else ``dev`` (which often holds linters, type checkers and notebooks besides the test tools).
@@ -74,6 +76,12 @@ class RepoImageSpec(BaseModel):
         description="shell commands run in /repo (package indexes in reach) instead of the "
         "detected install",
     )
+    index_date: str | None = Field(
+        default=None,
+        description="resolve what is not pinned exactly (==) against the package index as it "
+        "was at the start of this day (YYYY-MM-DD, UTC); `now`: the index as it is; default "
+        "(`commit`): the day of the commit's committer date. Exact pins are kept even when newer",
+    )
     run_install: bool = Field(
         default=True,
         description="run the repository's own install code while its image is built (setup.py, "
@@ -90,6 +98,23 @@ class RepoImageSpec(BaseModel):
             return check_python(value)
         except EnvError as e:
             raise ValueError(str(e)) from e
+
+    @field_validator("index_date", mode="before")
+    @classmethod
+    def _a_day(cls, value: object) -> object:
+        if isinstance(value, datetime.date):  # YAML reads `2024-06-15` as a date
+            return value.isoformat()[:10]
+        if value is None:
+            return None
+        text = str(value).strip().lower()
+        if text in ("now", "commit"):
+            return text
+        try:
+            return datetime.date.fromisoformat(text).isoformat()
+        except ValueError:
+            raise ValueError(
+                f"{value!r} is not a day: give YYYY-MM-DD, `now` or `commit`"
+            ) from None
 
     @field_validator("install")
     @classmethod
@@ -146,6 +171,19 @@ class DependencyPlan:
     #: and those of the chosen extras): what is installed when its install code is not run.
     project_requirements: tuple[str, ...] = ()
 
+    def pins(self) -> dict[str, frozenset[str]]:
+        """The exact pins (``==``) of every file and list this plan installs from: kept
+        whatever the index moment (:mod:`envs.images.snapshot`)."""
+        lines = [
+            *(line for text in self.requirement_files.values() for line in _lines(text)),
+            *_lines(self.constraints),
+            *self.test_requirements,
+            *self.extra_packages,
+            *self.project_requirements,
+            *self.build_requires,
+        ]
+        return exact_pins(lines)
+
     @property
     def project_target(self) -> str | None:
         if self.project_extras is None:
@@ -188,6 +226,10 @@ class DependencyPlan:
             ' && { [ ! -d src ] || echo "$PWD/src" >> "$site/pgs-repo.pth"; }'
         )
         return steps
+
+
+def _lines(text: bytes) -> list[str]:
+    return text.decode(errors="replace").splitlines()
 
 
 def _top_level(path: str, files: Mapping[str, bytes]) -> bool:

@@ -42,6 +42,20 @@ def resolve_commit(repo: Path, commit: str = "HEAD") -> str:
     return done.stdout.decode().strip()
 
 
+def commit_day(repo: Path, sha: str) -> str:
+    """The UTC day (YYYY-MM-DD) of the commit's committer date."""
+    import datetime
+
+    stamp = _git(repo, "show", "-s", "--format=%ct", sha).stdout.decode().strip()
+    try:
+        return datetime.datetime.fromtimestamp(int(stamp), datetime.UTC).date().isoformat()
+    except (ValueError, OverflowError, OSError):  # a date git wrote but Python cannot read
+        raise EnvError(
+            f"the committer date of {sha[:12]} ({stamp!r}) is not a day pgs can read: "
+            "give the package index's day with --index-date YYYY-MM-DD (or `now`)"
+        ) from None
+
+
 def is_dependency_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
     if path in DEPENDENCY_FILES:

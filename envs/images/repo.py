@@ -3,13 +3,21 @@
 ``pgs-env-<folder>:<hash12>`` is the base image of the chosen Python plus a venv at
 ``/opt/pgs/venv`` (first on PATH: ``python``, ``pip`` and the repository's test tools are its
 own) with the detected dependencies (:mod:`envs.images.detect`) installed. It is keyed by the
-dependency files' contents, so a new commit that changes no dependency reuses it.
+dependency files' contents and the index day (below), so a new commit of the same day that
+changes no dependency reuses it.
 ``pgs-repo-<folder>:<hash12>`` adds the repository at ``/repo`` (HEAD at the commit, history back
 to its nearest tag, no later commit), installs the project (or, with ``run_install: false``,
 only its declared requirements), keeps wheels of its build requirements for offline reinstalls,
 adds pytest and Hypothesis for the Tester without changing a version the environment holds, and
 ignores what the install left behind. Both are built with the package indexes in reach and
 nothing else (:mod:`envs.images.buildnet`); containers of these images run with the network off.
+
+Both resolve against the package index as it was at the start of one day (UTC): by default the
+day of the commit's committer date, so an old commit gets the dependencies of its time; ``now``
+(``image.index_date``, ``--index-date``) resolves against today's. Exact pins (``==``, a lock
+file's versions, pgs's own :data:`TOOL_PINS`) are kept even when newer. The day is in both
+images' labels (``pgs-agent.index_date``) and in the environment layer's key: commits of the
+same day with the same dependency files share it, two days make two.
 """
 
 from __future__ import annotations
@@ -44,7 +52,8 @@ from envs.images.detect import (
     choose_python,
     detect_dependencies,
 )
-from envs.images.git import dependency_files, history_clone, resolve_commit, show
+from envs.images.git import commit_day, dependency_files, history_clone, resolve_commit, show
+from envs.images.snapshot import exact_pins, merge_pins
 
 if TYPE_CHECKING:
     import docker
@@ -53,6 +62,9 @@ if TYPE_CHECKING:
 REPO_PATH = "/repo"
 #: Bump to rebuild every repository image (part of the hash).
 RECIPE_VERSION = "2"
+#: pgs's own requirements, kept whatever the index day: the venv's bootstrap, and the
+#: `editables` the offline wheels step fetches (first released in 2020: an older day has none).
+TOOL_PINS = (*common.ENV_BOOTSTRAP, "editables==0.5")
 
 
 @dataclass(frozen=True)
@@ -66,6 +78,9 @@ class RepoImage:
     #: True when the image already existed and nothing was built.
     cache_hit: bool
     seconds: float
+    #: The package index it resolved against: a day (YYYY-MM-DD, as it was at its start, UTC)
+    #: or ``now``.
+    index_date: str = "now"
 
 
 def repo_image_name(repo: Path, prefix: str = "pgs-repo") -> str:
@@ -79,6 +94,20 @@ def load_repo_spec(repo: Path, commit: str = "HEAD") -> RepoImageSpec:
     repo = Path(repo).resolve()
     text = show(repo, resolve_commit(repo, commit), ".pgs.yaml")
     return RepoImageSpec() if text is None else RepoImageSpec.from_yaml(text.decode())
+
+
+def index_day(repo: Path, sha: str, choice: str | None) -> str:
+    """The day whose package index a build resolves against: ``choice`` (YYYY-MM-DD or
+    ``now``), else (``commit``, None) the UTC day of the commit's committer date."""
+    if choice in (None, "commit"):
+        return commit_day(repo, sha)
+    return str(choice)
+
+
+def index_moment(day: str) -> str | None:
+    """The moment the build proxy filters by (:mod:`envs.images.snapshot`): the start of
+    ``day``, UTC; None for ``now`` (no filter)."""
+    return None if day == "now" else f"{day}T00:00:00Z"
 
 
 def _with_hint(error: ImageBuildError, *, detected: bool) -> ImageBuildError:
@@ -152,6 +181,11 @@ def build_repo_image(
         merged = merged.model_copy(update={"install": None})  # the repository's own: not run
     plan = detect_dependencies(files, merged)
     python = choose_python(merged, plan)
+    day = index_day(repo, sha, merged.index_date)
+    moment = index_moment(day)
+    # What is pinned exactly (pgs's own pip/setuptools/wheel, the repository's == pins and lock
+    # file) is kept even when newer than the moment; only the rest resolves as of the moment.
+    pins = merge_pins(exact_pins(TOOL_PINS), plan.pins())
     client = client or docker_client()
     base = ensure_base_image(python, method=base_method, status=status, client=client)
 
@@ -171,10 +205,13 @@ def build_repo_image(
         # The folder PIP_FIND_LINKS names, so pip does not warn at every step that it is missing.
         files={**deps, f"{common.OFFLINE_WHEELS}/.pgs-keep": b""},
         env=IMAGE_ENV,
-        labels=labels(run_id, kind="env", repo=repo.name, python=python),
+        labels=labels(run_id, kind="env", repo=repo.name, python=python, index_date=day),
+        index_moment=moment,
+        index_pins=pins,
     )
     files_key = sorted((p, hashlib.sha256(c).hexdigest()) for p, c in deps.items())
-    env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key)
+    pins_key = sorted((name, sorted(versions)) for name, versions in pins.items())
+    env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key, moment, pins_key)
     env_tag = f"{repo_image_name(repo, 'pgs-env')}:{env_key[:12]}"
     steps = [
         *common.git_setup_steps(),
@@ -186,7 +223,7 @@ def build_repo_image(
     repo_key = digest(env_tag, sha, steps, recipe("pgs-gitignore"))
     tag = f"{repo_image_name(repo)}:{repo_key[:12]}"
     if image_id := image_exists(client, tag):
-        return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started)
+        return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started, day)
     builds = cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     with scratch.temporary_directory("clone-", builds) as tmp:  # owner named: envs.scratch
@@ -197,10 +234,14 @@ def build_repo_image(
             workdir=REPO_PATH,
             files={"/etc/pgs-gitignore": recipe("pgs-gitignore").encode()},
             folders={REPO_PATH: Path(tmp) / "repo"},
-            labels=labels(run_id, kind="repo", repo=repo.name, commit=sha, python=python),
+            labels=labels(
+                run_id, kind="repo", repo=repo.name, commit=sha, python=python, index_date=day
+            ),
+            index_moment=moment,
+            index_pins=pins,
         )
         try:
             image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
         except ImageBuildError as e:
             raise _with_hint(e, detected=merged.install is None) from e
-    return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started)
+    return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started, day)

@@ -81,3 +81,14 @@ def test_files_uploaded_after_the_moment_are_hidden(upstream: str, tmp_path: Pat
         assert get(sock, "/i/0/simple/docutils/", "text/html") == (200, b"<html>docutils</html>")
     with snapshot(tmp_path, "2026-01-01T00:00:00Z") as sock:
         assert len(json.loads(get(sock, "/i/0/simple/docutils/")[1])["files"]) == 2
+
+
+def test_a_pinned_version_stays_visible_after_the_moment_and_nothing_else_does(
+    upstream: str, tmp_path: Path
+) -> None:
+    pins = {"docutils": frozenset({"0.22"}), "sphinx": frozenset({"0.21.2"})}
+    with build_network(tmp_path, network=True, moment="2024-01-01T00:00:00Z", pins=pins) as _:
+        status, body = get(tmp_path / SOCKET_NAME, "/i/0/simple/docutils/")
+    assert status == 200
+    # 0.22 (2025) is pinned: kept; 0.21.2 (2024-04) is after the moment and not pinned: hidden.
+    assert [f["filename"] for f in json.loads(body)["files"]] == ["docutils-0.22-py3-none-any.whl"]
