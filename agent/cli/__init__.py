@@ -1,6 +1,6 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
-``report``, ``inspect``, ``serve-script``; ``env`` from :mod:`envs.cli`). Every user mistake
-(:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2.
+``report``, ``inspect``, ``replay``, ``serve-script``; ``env`` from :mod:`envs.cli`). Every user
+mistake (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -19,7 +19,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from agent.cli import batch, demo, eval, inspect, report, run, serve
+from agent.cli import batch, demo, eval, inspect, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
 from agent.core.errors import INTERRUPTED, USER_ERRORS
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval.register(commands)
     report.register(commands)
     inspect.register(commands)
+    replay.register(commands)
     return parser
 
 

@@ -19,6 +19,7 @@ COMMANDS = {
     "eval": "eval",
     "report": "report",
     "inspect": "inspect",
+    "replay": "replay",
     "serve-script": "serve",
 }
 SANDBOX_KINDS = {"DockerSandboxConfig", "LocalSandboxConfig", "DockerSandbox", "LocalSandbox"}
