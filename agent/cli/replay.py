@@ -81,6 +81,9 @@ VOLATILE = [
 ]
 
 
+_GUARD = re.compile(r"(.*?)[ \t]*<< '([A-Za-z_][\w.-]*)'$")
+
+
 def register(commands: Any) -> None:
     parser = commands.add_parser(
         "replay",
@@ -242,6 +245,17 @@ def normalize(text: str) -> str:
     return text.strip()
 
 
+def _command(command: str | None) -> str:
+    """A command as typed: pgs records a multi-line tool (``edit 4:4`` ... ``end_of_edit``) with
+    the quoted heredoc it runs it through (:meth:`agent.core.tools.Toolset.guard_multiline`)."""
+    lines = (command or "").strip().split("\n")
+    for i, line in enumerate(lines):
+        guard = _GUARD.match(line)
+        if guard and guard.group(2) in (x.strip() for x in lines[i + 1 :]):
+            lines[i] = guard.group(1)
+    return "\n".join(lines)
+
+
 def _patch_lines(patch: str) -> list[str]:
     """A patch's lines that say what changes (``index`` lines name blobs: abbreviations vary)."""
     return [line.rstrip() for line in patch.strip().splitlines() if not line.startswith("index ")]
@@ -276,7 +290,7 @@ def compare(
             diff.handled_unlike.append("pgs's run ended before this reply")
         elif rec.ran != got.ran:
             diff.handled_unlike.append("ran in one, refused as malformed in the other")
-        elif rec.ran and rec.command is not None and got.command != rec.command:
+        elif rec.ran and rec.command is not None and _command(got.command) != _command(rec.command):
             diff.handled_unlike.append("a different command")
         if got is not None and rec.submitted != got.submitted:
             diff.handled_unlike.append("submitted in one only")

@@ -29,7 +29,7 @@ from agent.core.parsing import FormatError, parse_text_action
 from agent.models.script import trajectory_kind, trajectory_replies
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")
-_WRAPPED = re.compile(r"\A<output>\n(.*)\n?</output>\Z", re.S)
+_WRAPPED = re.compile(r"\A<output>\n(.*)</output>\Z", re.S)
 _MINI_FORMAT_ERROR = ("Please always provide EXACTLY ONE action", "Please always provide")
 _MINI_TIMEOUT = "The last command <command>"
 
