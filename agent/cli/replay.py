@@ -353,7 +353,7 @@ def print_comparison(result: Comparison) -> None:
         )
     if result.diffs:
         out.print(table)
-    out.print(
+    print(
         f"{result.replies} replies: {result.replies - result.handled_unlike} handled as "
         f"recorded, {result.handled_unlike} unlike; exit codes differ in "
         f"{result.exit_codes_differ}, outputs in {result.outputs_differ} | final patch "
