@@ -194,7 +194,9 @@ def _instance_id(data: dict[str, Any], path: Path) -> str:
 
 def _conventions(data: dict[str, Any], kind: str) -> dict[str, Any]:
     """The replay's config: the recording agent's conventions, the replay model, no Tester."""
-    base = dict(CONVENTIONS[kind])
+    base = json.loads(json.dumps(CONVENTIONS[kind]))  # a copy: sections are updated below
+    if kind == "mini-swe-agent" and data.get("trajectory_format") != "mini-swe-agent-1":
+        base["agent"]["action_parser"] = "mini-swe-agent-2"  # 2.x: ```mswea_bash_command
     if kind == "pgs":
         replay = data.get("replay_config")
         if isinstance(replay, dict):

@@ -73,7 +73,8 @@ class AgentConfig(BaseModel):
         "pgs",
         description="text mode, which code block is the action: pgs (the one bash block; "
         "unlabelled fences count only when there is none), mini-swe-agent (exactly one ```bash "
-        "block), swe-agent (the last block)",
+        "block), mini-swe-agent-2 (exactly one ```mswea_bash_command block), swe-agent (the "
+        "last block)",
     )
     keep_observations: int = Field(
         5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"

@@ -8,8 +8,9 @@ action is a convention (:data:`ActionParser`), chosen with ``agent.action_parser
   the reply has none, exactly one unlabelled block. An unlabelled fence beside a ``bash`` block
   (the model quoting earlier output) is part of the thought. Blocks in other languages
   (```python, ```diff) are always part of the thought.
-- ``mini-swe-agent``: as mini-swe-agent's text mode: only ```` ```bash ```` blocks count (the
-  block's first line break, its body up to a line break and ```), exactly one.
+- ``mini-swe-agent``: as mini-swe-agent 1.x's text mode: only ```` ```bash ```` blocks count (the
+  block's first line break, its body up to a line break and ```), exactly one;
+  ``mini-swe-agent-2`` the same with 2.x's default language, ```` ```mswea_bash_command ````.
 - ``swe-agent``: as SWE-agent's ``thought_action`` parser: the last fenced block that is not
   nested in another, whatever its language.
 
@@ -27,8 +28,13 @@ from typing import Literal
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
 #: How the action is read out of a text reply (see the module doc).
-ActionParser = Literal["pgs", "mini-swe-agent", "swe-agent"]
-ACTION_PARSERS: tuple[ActionParser, ...] = ("pgs", "mini-swe-agent", "swe-agent")
+ActionParser = Literal["pgs", "mini-swe-agent", "mini-swe-agent-2", "swe-agent"]
+ACTION_PARSERS: tuple[ActionParser, ...] = (
+    "pgs",
+    "mini-swe-agent",
+    "mini-swe-agent-2",
+    "swe-agent",
+)
 
 FORMAT_HELP = """\
 Your reply must contain exactly ONE bash code block with the command to run, after your
@@ -81,8 +87,8 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
 
 def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, str]:
     """Split a text-mode reply into (thought, command), reading it by ``parser``'s convention."""
-    if parser == "mini-swe-agent":
-        blocks = _mini_blocks(reply)
+    if parser in ("mini-swe-agent", "mini-swe-agent-2"):
+        blocks = _mini_blocks(reply, _MINI_BLOCK if parser == "mini-swe-agent" else _MINI2_BLOCK)
     elif parser == "swe-agent":
         blocks = _swe_agent_block(reply)
     else:
@@ -104,10 +110,11 @@ def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, st
 # mini-swe-agent's text mode: a ```bash fence, blanks to a line break, the body, ``` after a
 # line break; bodies are matched lazily, left to right, across lines.
 _MINI_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_MINI2_BLOCK = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
 
 
-def _mini_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
-    return [(m.start(), m.end(), m.group(1), True) for m in _MINI_BLOCK.finditer(reply)]
+def _mini_blocks(reply: str, pattern: re.Pattern[str]) -> list[tuple[int, int, str, bool]]:
+    return [(m.start(), m.end(), m.group(1), True) for m in pattern.finditer(reply)]
 
 
 # SWE-agent's thought_action parser: a line starting with ``` and a word opens a block, a line

@@ -124,10 +124,13 @@ def _mini_command(message: Any, step: dict[str, Any]) -> str | None:
     calls = step.get("tool_calls") or []
     if calls:
         return str(calls[0].get("arguments"))
-    try:
-        return parse_text_action(str(step.get("content") or ""), "mini-swe-agent")[1]
-    except FormatError:
-        return None
+    content = str(step.get("content") or "")
+    for parser in ("mini-swe-agent", "mini-swe-agent-2"):
+        try:
+            return parse_text_action(content, parser)[1]
+        except FormatError:
+            continue
+    return None
 
 
 def _mini_output(text: str) -> str:

@@ -113,3 +113,14 @@ def test_mini_counts_only_bash_blocks_and_swe_agent_any_language() -> None:
 def test_swe_agent_skips_a_block_nested_in_another() -> None:
     reply = "```markdown\nsee:\n```bash\nrm -rf x\n```\n```\nthen\n```\nls\n```"
     assert parse_text_action(reply, "swe-agent")[1] == "ls"
+
+
+def test_mini_2_reads_its_own_language_only() -> None:
+    # mini-swe-agent 2.x's text mode (its default action_regex): bash examples are thought.
+    reply = "THOUGHT: e.g.\n```bash\nls\n```\nnow:\n```mswea_bash_command\npwd\n```"
+    assert parse_text_action(reply, "mini-swe-agent-2") == (
+        "THOUGHT: e.g.\n```bash\nls\n```\nnow:",
+        "pwd",
+    )
+    with pytest.raises(FormatError, match="no bash code block"):
+        parse_text_action("```bash\nls\n```", "mini-swe-agent-2")
