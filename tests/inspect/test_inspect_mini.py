@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from agent.inspect.load import load
-from agent.inspect.model import Trajectory
+from agent.inspect.model import Batch, Trajectory
 from tests.models.test_replay_formats import FIRST, LAST, V1, V2_TOOLCALLS
 
 REFUSED = "```bash\nls\n```\nthen\n```bash\npwd\n```"
@@ -49,3 +49,18 @@ def test_a_mini_2x_run_reads_the_recorded_actions_and_exit_codes(tmp_path: Path)
     traj = loaded(tmp_path, V2_TOOLCALLS)
     (step,) = traj.steps
     assert step.action == "ls -R" and step.exit_code == 0
+
+
+def test_minis_results_folder_is_a_batch_and_a_run_folder_a_run(tmp_path: Path) -> None:
+    trajs = tmp_path / "trajs"  # mini-swe-agent's layout: trajs/<id>/<id>.traj.json
+    for iid in ("a__a-1", "b__b-2"):
+        (trajs / iid).mkdir(parents=True)
+        (trajs / iid / f"{iid}.traj.json").write_text(json.dumps({**V1, "instance_id": iid}))
+    batch = load(trajs)
+    assert isinstance(batch, Batch)
+    assert [(r.instance_id, r.exit_status, r.steps) for r in batch.rows] == [
+        ("a__a-1", "Submitted", 2),
+        ("b__b-2", "Submitted", 2),
+    ]
+    one = load(trajs / "a__a-1")
+    assert isinstance(one, Trajectory) and one.instance_id == "a__a-1"
