@@ -35,7 +35,7 @@ from agent.cli.eval import add_environment_flags
 from agent.core.config import add_config_flags, flag_overrides, load_config, merge
 from agent.core.errors import INTERRUPTED
 from agent.core.parsing import interactive_refusal
-from agent.core.run import InputError, Task, output_paths, run_task
+from agent.core.run import InputError, Task, check_repo, output_paths, run_task
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
 from agent.inspect.trajectory import trajectory_from_dict
 from agent.models.script import trajectory_kind, trajectory_replies
@@ -99,6 +99,9 @@ def register(commands: Any) -> None:
     where.add_argument("--instances", type=Path, help="SWE-bench records (JSON list or JSONL)")
     where.add_argument("--repo", type=Path, help="a git repository at the run's commit")
     parser.add_argument("--instance-id", help="the record to use (default: the recording's)")
+    parser.add_argument(
+        "--allow-dirty", action="store_true", help="with --repo: replay on uncommitted changes too"
+    )
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
     parser.add_argument(
         "--output-dir", type=Path, help="where the replay's .traj goes (default: a temp folder)"
@@ -225,7 +228,8 @@ def _run(
         issue = trajectory_from_dict(data, path=args.recording).issue
         if not issue:
             raise InputError(f"{args.recording} holds no issue text to replay with --repo")
-        result = run_task(Task(iid, issue, args.repo), config, output_dir)
+        repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+        result = run_task(Task(iid, issue, repo), config, output_dir)
         return result.exit_status
     chosen = [i for i in load_instances(args.instances) if i.instance_id == iid]
     if not chosen:

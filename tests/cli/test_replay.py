@@ -164,3 +164,14 @@ def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(tmp_pa
     assert observations[1].startswith("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")
     patch = traj["info"]["submission"]
     assert "evil" not in patch and "+    return text.upper()" in patch
+
+
+def test_a_folder_that_is_not_a_repository_is_one_error_line(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    recording = tmp_path / "run.traj.json"
+    recording.write_text(json.dumps(mini_recording(repo)))
+    (tmp_path / "plain").mkdir()
+    done = replay(recording, tmp_path / "plain")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith("pgs: error:")]
+    assert "not a git repository" in line
