@@ -448,6 +448,7 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
     assert set(agent.models.script.__all__) == {
         *["ErrorReply", "Policy", "Reply", "Script", "ScriptError", "ScriptSource", "Step"],
         *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],
+        *["trajectory_kind", "trajectory_replies"],
         "reply_message",
     }
     assert set(agent.cli.serve.__all__) == {"register", "serve_script_command"}
