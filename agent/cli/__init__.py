@@ -1,11 +1,11 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
-``report``, ``ladder``, ``inspect``, ``serve-script``; ``env`` from :mod:`envs.cli`). Every user
-mistake (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs: error:`` line and exit code 2; a
-failure of the machine (:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image
-build, the disk) one line and 3; a run the loop ended with an error
-(:class:`agent.core.run.RunFailed`, its files written) one line and 1 (2 when that error is a
-mistake in the command, such as a tool bundle that fails to install). The codes are listed in
-:mod:`agent.core.errors`.
+``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``; ``env`` from
+:mod:`envs.cli`). Every user mistake (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs:
+error:`` line and exit code 2; a failure of the machine
+(:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
+and 3; a run the loop ended with an error (:class:`agent.core.run.RunFailed`, its files
+written) one line and 1 (2 when that error is a mistake in the command, such as a tool bundle
+that fails to install). The codes are listed in :mod:`agent.core.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -25,7 +25,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from agent.cli import batch, demo, eval, inspect, ladder, report, run, serve
+from agent.cli import batch, demo, eval, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
 from agent.core.errors import (
@@ -64,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.register(commands)
     ladder.register(commands)
     inspect.register(commands)
+    replay.register(commands)
     return parser
 
 

@@ -65,6 +65,12 @@ class ToolsConfig(BaseModel):
         description="tools whose <<SWE_AGENT_SUBMISSION>> ends the run (in any other "
         "command's output the marker is text)",
     )
+    submit_commands: list[str] = Field(
+        default_factory=list,
+        description="typed commands that submit as mini-swe-agent's do: when one is the first "
+        "command of the line and its output's first line is the marker "
+        "(e.g. ['echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT'])",
+    )
     forfeit_tools: list[str] = Field(
         default_factory=lambda: ["exit_forfeit"],
         description="tools whose ###SWE-AGENT-EXIT-FORFEIT### gives up the run",

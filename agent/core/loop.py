@@ -31,8 +31,9 @@ from typing import Any, Literal, Protocol
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.parsing import FormatError, interactive_refusal, parse_text_action
+from agent.core.parsing import ActionParser, FormatError, interactive_refusal, parse_text_action
 from agent.core.prompts import default_prompt
+from agent.core.tool_output import Truncation, truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
 from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
@@ -72,7 +73,20 @@ class AgentConfig(BaseModel):
     )
     max_format_errors: int = Field(3, ge=1, description="malformed replies in a row before exit")
     max_observation_chars: int = Field(
-        12_000, gt=200, description="longer command output is cut in the middle"
+        12_000, gt=200, description="longer command output is cut (see truncation)"
+    )
+    truncation: Truncation = Field(
+        "pgs",
+        description="how a long output is cut: pgs (the middle, with a note), swe-agent (the "
+        "head, <response clipped>; its limit is 100000), mini-swe-agent (a warning, head and "
+        "tail halves; its limit is 10000)",
+    )
+    action_parser: ActionParser = Field(
+        "pgs",
+        description="text mode, which code block is the action: pgs (the one bash block; "
+        "unlabelled fences count only when there is none), mini-swe-agent (exactly one ```bash "
+        "block), mini-swe-agent-2 (exactly one ```mswea_bash_command block), swe-agent (the "
+        "last block)",
     )
     keep_observations: int = Field(
         5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
@@ -132,14 +146,7 @@ class RunResult(BaseModel):
 def cut_middle(text: str, limit: int, *, dropped: int = 0) -> str:
     """``text`` cut to its first and last ``limit // 2`` characters; ``dropped``: characters
     already cut out of its middle before it got here (the sandbox caps what it returns)."""
-    if len(text) <= limit:  # (a sandbox's own cut, if any, says what it dropped)
-        return text
-    half = limit // 2
-    omitted = len(text) - 2 * half + dropped
-    return (
-        f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
-        f"range to see them ...]\n{text[-half:]}"
-    )
+    return truncate_observation(text, limit, "pgs", dropped=dropped)
 
 
 class Agent:
@@ -291,7 +298,7 @@ class Agent:
 
     def parse(self, response: ModelResponse) -> list[Action]:
         if not self.function_calling:
-            thought, command = parse_text_action(response.content)
+            thought, command = parse_text_action(response.content, self.config.action_parser)
             return [Action(thought, self.toolset.guard_multiline(command))]
         if not response.tool_calls:
             raise FormatError("your reply called no tool")
@@ -318,8 +325,11 @@ class Agent:
             kind, exit_code, timed_out = out.kind, result.exit_code, result.timed_out
             # The repository's real change, not what the tool (or a file it printed) claims.
             patch = self.sandbox.diff() if kind is OutputKind.SUBMISSION else None
-            observation = cut_middle(
-                out.text, self.config.max_observation_chars, dropped=_dropped(result)
+            observation = truncate_observation(
+                out.text,
+                self.config.max_observation_chars,
+                self.config.truncation,
+                dropped=_dropped(result),
             )
         self.state = self.toolset.state(self.sandbox, self.env, session=self.session)
         rendered = self.render(

@@ -1,9 +1,18 @@
 """Reading actions out of a model's text reply, and refusing commands that would hang.
 
-Text mode (models without tool calls): a reply is a thought plus exactly one fenced code block,
-labelled ``bash``/``sh``/``shell`` or unlabelled; :func:`parse_text_action` returns
-``(thought, command)`` or raises :class:`FormatError` whose message tells the model the format.
-Blocks in other languages (```python, ```diff) are part of the thought.
+Text mode (models without tool calls): :func:`parse_text_action` returns ``(thought, command)``
+or raises :class:`FormatError` whose message tells the model the format. Which block is the
+action is a convention (:data:`ActionParser`), chosen with ``agent.action_parser``:
+
+- ``pgs`` (the default): exactly one block labelled ``bash``/``sh``/``shell``/``console``; when
+  the reply has none, exactly one unlabelled block. An unlabelled fence beside a ``bash`` block
+  (the model quoting earlier output) is part of the thought. Blocks in other languages
+  (```python, ```diff) are always part of the thought.
+- ``mini-swe-agent``: as mini-swe-agent 1.x's text mode: only ```` ```bash ```` blocks count (the
+  block's first line break, its body up to a line break and ```), exactly one;
+  ``mini-swe-agent-2`` the same with 2.x's default language, ```` ```mswea_bash_command ````.
+- ``swe-agent``: as SWE-agent's ``thought_action`` parser: the last fenced block that is not
+  nested in another, whatever its language.
 
 :func:`interactive_refusal` catches commands that wait for a terminal (editors, pagers, a bare
 REPL): the sandbox has none, so they would only burn the time limit.
@@ -13,9 +22,18 @@ from __future__ import annotations
 
 import posixpath
 import re
+from typing import Literal
 
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
+#: How the action is read out of a text reply (see the module doc).
+ActionParser = Literal["pgs", "mini-swe-agent", "mini-swe-agent-2", "swe-agent"]
+ACTION_PARSERS: tuple[ActionParser, ...] = (
+    "pgs",
+    "mini-swe-agent",
+    "mini-swe-agent-2",
+    "swe-agent",
+)
 
 FORMAT_HELP = """\
 Your reply must contain exactly ONE bash code block with the command to run, after your
@@ -37,9 +55,9 @@ class FormatError(ValueError):
     """The model's reply cannot be turned into an action. ``str(error)`` is sent back to it."""
 
 
-def find_action_blocks(reply: str) -> list[tuple[int, int, str]]:
-    """Fenced action blocks of ``reply`` as (start offset, end offset, body)."""
-    blocks: list[tuple[int, int, str]] = []
+def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
+    """Fenced action blocks of ``reply`` as (start offset, end offset, body, labelled)."""
+    blocks: list[tuple[int, int, str, bool]] = []
     lines = reply.splitlines(keepends=True)
     offset = 0
     open_at: int | None = None
@@ -53,7 +71,7 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str]]:
                 open_at, language, body = offset, m.group(1).lower(), []
         elif _FENCE_CLOSE.match(text):
             if language in ACTION_LANGUAGES:
-                blocks.append((open_at, offset + len(line), "".join(body)))
+                blocks.append((open_at, offset + len(line), "".join(body), language != ""))
             open_at = None
         else:
             body.append(line)
@@ -66,18 +84,54 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str]]:
     return blocks
 
 
-def parse_text_action(reply: str) -> tuple[str, str]:
-    """Split a text-mode reply into (thought, command)."""
-    blocks = find_action_blocks(reply)
+def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, str]:
+    """Split a text-mode reply into (thought, command), reading it by ``parser``'s convention."""
+    if parser in ("mini-swe-agent", "mini-swe-agent-2"):
+        blocks = _mini_blocks(reply, _MINI_BLOCK if parser == "mini-swe-agent" else _MINI2_BLOCK)
+    elif parser == "swe-agent":
+        blocks = _swe_agent_block(reply)
+    else:
+        blocks = find_action_blocks(reply)
+        labelled = [b for b in blocks if b[3]]
+        if labelled:  # an unlabelled fence beside a bash block is quoted text
+            blocks = labelled
     if len(blocks) != 1:
         found = "no bash code block" if not blocks else f"{len(blocks)} bash code blocks"
         raise FormatError(f"Your reply had {found}.\n\n{FORMAT_HELP}")
-    start, end, body = blocks[0]
+    start, end, body, _ = blocks[0]
     command = body.strip()
     if not command:
         raise FormatError(f"Your bash code block was empty.\n\n{FORMAT_HELP}")
     thought = (reply[:start] + reply[end:]).strip()
     return thought, command
+
+
+# mini-swe-agent's text mode: a ```bash fence, blanks to a line break, the body, ``` after a
+# line break; bodies are matched lazily, left to right, across lines.
+_MINI_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
+_MINI2_BLOCK = re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.DOTALL)
+
+
+def _mini_blocks(reply: str, pattern: re.Pattern[str]) -> list[tuple[int, int, str, bool]]:
+    return [(m.start(), m.end(), m.group(1), True) for m in pattern.finditer(reply)]
+
+
+# SWE-agent's thought_action parser: a line starting with ``` and a word opens a block, a line
+# ``` alone closes the innermost open one; the action is the last block closed at top level.
+_SWE_FENCE = re.compile(r"^```(\S*)\s*\n|^```\s*$", re.MULTILINE)
+
+
+def _swe_agent_block(reply: str) -> list[tuple[int, int, str, bool]]:
+    opened: list[re.Match[str]] = []
+    last: tuple[int, int, str, bool] | None = None
+    for fence in _SWE_FENCE.finditer(reply):
+        if opened and not fence.group(1):
+            start = opened.pop()
+            if not opened:
+                last = (start.start(), fence.end(), reply[start.end() : fence.start()], True)
+        elif fence.group(1) is not None:
+            opened.append(fence)
+    return [last] if last else []
 
 
 # -- commands that need a terminal ------------------------------------------------------------

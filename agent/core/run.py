@@ -408,6 +408,7 @@ def run_task(
         registry_variables=config.tools.registry_variables,
         env_variables=config.tools.env_variables,
         submit_tools=config.tools.submit_tools,
+        submit_commands=config.tools.submit_commands,
         forfeit_tools=config.tools.forfeit_tools,
     )
     sandbox = open_sandbox(

@@ -7,17 +7,31 @@ A submit tool ends the run by printing :data:`SUBMISSION`; a forfeit tool gives 
 that kind of tool (``cat NOTES.md`` of a file that holds the marker) is plain text, and stays in
 the observation. :func:`classify_output` tells which. The submitted patch is never read from the
 output: the loop takes the sandbox's diff once a submit tool has submitted.
+
+mini-swe-agent's convention is recognised too: a command configured in ``tools.submit_commands``
+(``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``) has the submit role when it is the command line's
+first simple command, and then submits when the first line of its output is the marker.
+
+:func:`truncate_observation` cuts a long output by the convention of ``agent.truncation``: pgs's
+(the middle cut out, with a note), SWE-agent's (the head, then its ``<response clipped>`` note) or
+mini-swe-agent's (a warning, then the head and the tail with the count of elided characters).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 SUBMISSION = "<<SWE_AGENT_SUBMISSION>>"
 RETRY_WITH_OUTPUT = "###SWE-AGENT-RETRY-WITH-OUTPUT###"
 RETRY_WITHOUT_OUTPUT = "###SWE-AGENT-RETRY-WITHOUT-OUTPUT###"
 EXIT_FORFEIT = "###SWE-AGENT-EXIT-FORFEIT###"
+#: mini-swe-agent's markers: the first line of a submitting command's output (1.x and 2.x).
+FIRST_LINE_SUBMISSIONS = frozenset(
+    {"COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT"}
+)
+Truncation = Literal["pgs", "swe-agent", "mini-swe-agent"]
 
 
 class OutputKind(StrEnum):
@@ -57,6 +71,10 @@ def classify_output(output: str, role: Role) -> ToolOutput:
         return ToolOutput(OutputKind.NORMAL, output)
     if role is Role.SUBMIT and SUBMISSION in output:
         return ToolOutput(OutputKind.SUBMISSION, output.partition(SUBMISSION)[0].strip())
+    if role is Role.SUBMIT:
+        first, _, rest = output.lstrip().partition("\n")
+        if first.strip() in FIRST_LINE_SUBMISSIONS:
+            return ToolOutput(OutputKind.SUBMISSION, rest.strip())
     if role is Role.FORFEIT and EXIT_FORFEIT in output:
         return ToolOutput(OutputKind.EXIT_FORFEIT, output.replace(EXIT_FORFEIT, "").strip())
     for sentinel, kind in (
@@ -66,3 +84,52 @@ def classify_output(output: str, role: Role) -> ToolOutput:
         if sentinel in output:
             return ToolOutput(kind, output.replace(sentinel, "").strip())
     return ToolOutput(OutputKind.NORMAL, output)
+
+
+#: mini-swe-agent's note before a long output (its swebench config's observation template).
+MINI_WARNING = """\
+<warning>
+The output of your last command was too long.
+Please try a different command that produces less output.
+If you're looking at a file you can try use head, tail or sed to view a smaller number of lines \
+selectively.
+If you're using grep or find and it produced too much output, you can use a more selective \
+search pattern.
+If you really need to see something from the full command's output, you can redirect output to \
+a file and then search in that file.
+</warning>"""
+
+
+def truncate_observation(
+    text: str, limit: int, convention: Truncation = "pgs", *, dropped: int = 0
+) -> str:
+    """``text`` cut to about ``limit`` characters by ``convention`` (see the module doc);
+    ``dropped``: characters the sandbox already cut out of its middle."""
+    if convention == "swe-agent":
+        if len(text) <= limit:
+            return text
+        elided = len(text) - limit + dropped
+        return (
+            f"{text[:limit]}<response clipped><NOTE>Observations should not exceeded {limit} "
+            f"characters. {elided} characters were elided. Please try a different command that "
+            "produces less output or use head/tail/grep/redirect the output to a file. Do not "
+            "use interactive pagers.</NOTE>"
+        )
+    if convention == "mini-swe-agent":
+        if len(text) < limit:
+            return text
+        half = limit // 2
+        elided = len(text) - limit + dropped
+        return (
+            f"{MINI_WARNING}<output_head>\n{text[:half]}\n</output_head>\n<elided_chars>\n"
+            f"{elided} characters elided\n</elided_chars>\n<output_tail>\n{text[-half:]}\n"
+            "</output_tail>"
+        )
+    if len(text) <= limit:  # (a sandbox's own cut, if any, says what it dropped)
+        return text
+    half = limit // 2
+    omitted = len(text) - 2 * half + dropped
+    return (
+        f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
+        f"range to see them ...]\n{text[-half:]}"
+    )

@@ -134,10 +134,13 @@ class Toolset:
         env_variables: Mapping[str, Any] | None = None,
         submit_tools: Sequence[str] = SUBMIT_TOOLS,
         forfeit_tools: Sequence[str] = FORFEIT_TOOLS,
+        submit_commands: Sequence[str] = (),
     ) -> None:
         self.bundles = list(bundles)
         #: Tools whose output may submit, or forfeit (:meth:`role`).
         self.submit_tools = set(submit_tools)
+        #: Typed commands that may submit when they start the line (mini-swe-agent's echo).
+        self.submit_commands = {tuple(c.split()) for c in submit_commands if c.split()}
         self.forfeit_tools = set(forfeit_tools)
         #: Configured registry values (they win over the bundles' own and install.sh's).
         self.registry_variables = dict(registry_variables or {})
@@ -167,7 +170,7 @@ class Toolset:
     ) -> Toolset:
         """Load bundles from folders (default: ours, :func:`default_bundle_paths`);
         ``variables``: ``registry_variables``, ``env_variables``, ``submit_tools``,
-        ``forfeit_tools``."""
+        ``forfeit_tools``, ``submit_commands``."""
         chosen = default_bundle_paths() if paths is None else [Path(p) for p in paths]
         return cls([Bundle.load(p) for p in chosen], bash=bash, **variables)
 
@@ -194,7 +197,12 @@ class Toolset:
         """Which sentinels count in the output of ``command`` (called as ``tool``, else typed):
         a bundle's submit tool may submit, its forfeit tool forfeit, any of its tools ask for a
         retry; ``bash``, and a command running none of them, none (:mod:`agent.core.tool_output`).
+        A typed command whose first simple command is one of ``submit_commands`` may submit.
         """
+        if tool in (None, BASH_TOOL) and self.submit_commands:
+            first = _COMMAND_BREAK.split(command.lstrip(), maxsplit=1)[0].split()
+            if tuple(w.strip("'\"") for w in first) in self.submit_commands:
+                return Role.SUBMIT
         programs = invoked_programs(command)
         if tool and tool != BASH_TOOL:
             programs.add(tool)

@@ -32,13 +32,20 @@ from agent.pgs.compare import ReportError, find_eval_report, prediction_fields, 
 
 
 def _traj_paths(folder: Path) -> dict[str, Path]:
+    """``<id>.traj`` files, and mini-swe-agent's ``<id>.traj.json``, by instance id."""
     found: dict[str, Path] = {}
-    for p in sorted(folder.glob("*.traj")):
-        found.setdefault(p.stem, p)
-    for p in sorted(folder.glob("*/*.traj")):  # <id>/<id>.traj first, then any other name
-        if p.parent.name == p.stem or p.stem not in found:
-            found[p.stem] = p
+    for pattern in ("*.traj", "*.traj.json"):
+        for p in sorted(folder.glob(pattern)):
+            found.setdefault(_stem(p), p)
+    for pattern in ("*/*.traj", "*/*.traj.json"):  # <id>/<id>.traj first, then any other name
+        for p in sorted(folder.glob(pattern)):
+            if p.parent.name == _stem(p) or _stem(p) not in found:
+                found[_stem(p)] = p
     return found
+
+
+def _stem(path: Path) -> str:
+    return path.name.removesuffix(".json").removesuffix(".traj")
 
 
 def _eval_summary(folder: Path, report: Path | None, batch: Batch) -> dict[str, Any] | None:

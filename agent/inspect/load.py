@@ -44,8 +44,8 @@ def resolve(path: Path) -> Path:
         raise InspectError(f"{path} does not exist: pass {KINDS}")
     if path.is_file():
         return path
-    direct = sorted(path.glob("*.traj"))
-    nested = sorted(path.glob("*/*.traj"))
+    direct = sorted([*path.glob("*.traj"), *path.glob("*.traj.json")])  # .json: mini-swe-agent
+    nested = sorted([*path.glob("*/*.traj"), *path.glob("*/*.traj.json")])
     if len(direct) == 1 and not nested and not (path / "preds.json").is_file():
         return direct[0]
     if direct or nested or (path / "preds.json").is_file():

@@ -1,4 +1,10 @@
-"""One trajectory: a ``.traj`` file in pgs's layout or SWE-agent's, as a :class:`Trajectory`.
+"""One trajectory: a ``.traj`` file in pgs's layout or SWE-agent's, or a mini-swe-agent
+trajectory (``messages``, ``trajectory_format: mini-swe-agent-1`` or 2.x's ``-1.1``), as a
+:class:`Trajectory`.
+
+mini-swe-agent's layout: ``info`` (``exit_status``, ``submission``, ``model_stats``, ``config``)
+and ``messages``; its steps are rebuilt from the messages (:mod:`agent.inspect.recording`): each
+reply, the command it ran and the observation that followed, with the exit code.
 
 SWE-agent's layout: ``trajectory``, ``history``, ``info``, ``replay_config``; steps with
 ``thought``, ``action``, ``observation``, ``response``, ``execution_time``, ``state``, ``query``.
@@ -33,6 +39,7 @@ from agent.inspect.fields import (
 )
 from agent.inspect.model import Round, Step, Trajectory
 from agent.inspect.pgs_record import read_pgs
+from agent.inspect.recording import recorded_replies
 
 STEP_KEYS = ("thought", "action", "observation", "execution_time")
 #: ``exit_<name>`` in an exit status, in words.
@@ -78,6 +85,8 @@ def trajectory_from_dict(
     ``sub``: a conversation stored inside another trajectory (a Tester turn), which has no
     ``replay_config`` and no PGS record of its own.
     """
+    if isinstance(data.get("messages"), list) and "history" not in data:
+        return _mini_trajectory(data, path=path, instance_id=instance_id)
     missing: list[str] = []
     info = data.get("info")
     if not isinstance(info, dict):
@@ -119,6 +128,56 @@ def trajectory_from_dict(
             traj.pgs_absent = "no PGS: this run used --feedback none (the Generator alone)"
         else:
             missing.append("missing: pgs (the Tester's properties, rounds and verdict)")
+    traj.missing = missing
+    return traj
+
+
+def _mini_trajectory(
+    data: dict[str, Any], *, path: Path | None, instance_id: str | None
+) -> Trajectory:
+    """A mini-swe-agent trajectory: steps rebuilt from its messages."""
+    missing: list[str] = []
+    info = as_dict(data.get("info"))
+    if not info:
+        missing.append("missing: info (exit status, submission, model stats)")
+    name = path.name.removesuffix(".json").removesuffix(".traj") if path else "trajectory"
+    traj = Trajectory(
+        path=path,
+        instance_id=instance_id or str(data.get("instance_id") or info.get("instance_id") or name),
+        writer="mini-swe-agent",
+    )
+    messages = data["messages"]
+    traj.issue = _issue({}, messages, missing)
+    for n, reply in enumerate(recorded_replies(data)):
+        if reply.submitted:
+            observation = "(submitted: the output is the patch)"
+        elif reply.ran:
+            observation = reply.output or ""
+        else:  # refused: what the agent answered
+            following = messages[int(reply.where[9:-1]) + 1]
+            observation = as_text(following.get("content")) if isinstance(following, dict) else ""
+        step = Step(
+            index=n + 1,
+            thought=reply.content,
+            action=reply.command or "" if reply.ran else "",
+            observation=observation,
+            response=reply.content,
+            exit_code=reply.exit_code,
+        )
+        step.estimated_tokens = (len(reply.content) + len(observation) + 3) // 4
+        traj.steps.append(step)
+    missing.append("missing: execution_time (mini-swe-agent does not record it)")
+    _read_info(traj, info, {}, missing, path)
+    config = as_dict(info.get("config"))
+    model = as_dict(config.get("model"))
+    if model.get("model_name"):
+        traj.model_name = str(model["model_name"])
+    agent = as_dict(config.get("agent"))
+    if as_float(agent.get("step_limit")):
+        traj.limits.append(f"{as_int(agent.get('step_limit'))} steps")
+    if as_float(agent.get("cost_limit")):
+        traj.limits.append(f"${as_float(agent.get('cost_limit')):.2f}")
+    traj.pgs_absent = "no PGS: a mini-swe-agent run"
     traj.missing = missing
     return traj
 

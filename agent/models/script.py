@@ -13,8 +13,13 @@ A script is one of:
 - a policy: a callable `policy(request_json) -> step | None`, given directly or loaded from
   `module:function`, `file.py` (its function `policy`) or `file.py:function`; it is given the
   chat completion request body (`model`, `messages`, `tools`);
-- a SWE-agent-style `.traj` file: the assistant messages of its `history` (content and tool
-  calls) become the steps, so a recorded run can be replayed.
+- a recorded run: the assistant messages (content and tool calls) become the steps, so the run
+  can be replayed. Read from a SWE-agent or pgs `.traj` (its `history`, demonstrations and other
+  agents' messages left out) and from a mini-swe-agent trajectory (`messages`;
+  `trajectory_format` `mini-swe-agent-1`, or `mini-swe-agent-1.1` of mini-swe-agent 2.x, whose
+  messages are the model's own: chat completions with `tool_calls`, or a Responses API `output`
+  list). A file is a recording when it is named `*.traj` or `*.traj.json`, or when its mapping
+  has `history` or `messages` (:func:`trajectory_replies`).
 
 Usage is counted deterministically: `count_tokens(text) = ceil(len(text) / 4)`. Prompt tokens
 are the sum over request messages of `message_tokens` (the count of their text content plus
@@ -51,6 +56,8 @@ __all__ = [
     "message_tokens",
     "parse_step",
     "reply_message",
+    "trajectory_kind",
+    "trajectory_replies",
 ]
 
 
@@ -192,7 +199,7 @@ def _load_from_string(text: str, model: str | None) -> Script:
         return Script(policy=_load_policy(text), model=model)
     if not path.is_file():
         raise ScriptError(f"{text}: no such script file")
-    if path.suffix == ".traj":
+    if path.suffix == ".traj" or path.name.endswith(".traj.json"):
         return _load_traj(path, model)
     try:
         data = yaml.safe_load(path.read_text())  # YAML is a superset of JSON
@@ -201,6 +208,8 @@ def _load_from_string(text: str, model: str | None) -> Script:
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise ScriptError(f"{path}: not valid YAML{at}: {problem}") from None
+    if isinstance(data, dict) and ({"history", "messages"} & set(data)):
+        return _load_traj(path, model)
     if isinstance(data, dict):
         unknown = set(data) - {"model", "steps"}
         if unknown or "steps" not in data:
@@ -235,27 +244,67 @@ def _load_policy(spec: str) -> Policy:
 
 
 def _load_traj(path: Path, model: str | None, agent: str | None = None) -> Script:
-    """Steps from the assistant messages of a trajectory's `history`."""
+    """Steps from the assistant messages of a recorded run (:func:`trajectory_replies`)."""
     try:
         traj = json.loads(path.read_text())
-        history = traj["history"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ScriptError(f"{path}: not a trajectory with a 'history' list ({exc})") from None
-    steps: list[Step] = []
-    for i, message in enumerate(history):
-        if not isinstance(message, dict) or message.get("role") != "assistant":
-            continue
-        if message.get("is_demo") or (agent and message.get("agent", agent) != agent):
-            continue
-        calls = []
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", call)
-            calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
-        raw = {"content": _text(message.get("content")), "tool_calls": calls}
-        steps.append(parse_step(raw, f"{path}: history[{i}]"))
+        replies = trajectory_replies(traj, agent)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ScriptError(
+            f"{path}: not a trajectory with a 'history' or 'messages' list ({exc})"
+        ) from None
+    steps = [parse_step(raw, f"{path}: {where}") for where, raw in replies]
     if not steps:
-        raise ScriptError(f"{path}: the history holds no assistant message to replay")
+        raise ScriptError(f"{path}: the trajectory holds no assistant message to replay")
     return Script(steps=steps, model=model or _traj_model_name(traj))
+
+
+def trajectory_kind(traj: Any) -> str:
+    """Who wrote a recorded run: ``mini-swe-agent`` (``messages``), else ``swe-agent`` / ``pgs``
+    (``history``; pgs's has a ``pgs`` record or a config with ``sandbox`` and ``tools``).
+    Raises ValueError for anything else."""
+    if not isinstance(traj, dict):
+        raise ValueError("expected a JSON object")
+    if isinstance(traj.get("messages"), list):
+        return "mini-swe-agent"
+    if not isinstance(traj.get("history"), list):
+        raise ValueError("no 'history' or 'messages' list")
+    config = traj.get("replay_config")
+    if "pgs" in traj or (isinstance(config, dict) and {"sandbox", "tools"} <= set(config)):
+        return "pgs"
+    return "swe-agent"
+
+
+def trajectory_replies(traj: Any, agent: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The model's replies of a recorded run, in order, as ``(where, step)``: ``where`` names
+    the message (``history[7]``, ``messages[4]``), ``step`` is a reply step (content, tool
+    calls). ``agent``: only that agent's messages (a pgs ``.traj`` holds the Tester's too)."""
+    kind = trajectory_kind(traj)
+    key = "messages" if kind == "mini-swe-agent" else "history"
+    replies = []
+    for i, message in enumerate(traj[key]):
+        if not isinstance(message, dict) or message.get("is_demo"):
+            continue
+        if agent and message.get("agent", agent) != agent:
+            continue
+        if message.get("role") == "assistant":
+            calls = []
+            for call in message.get("tool_calls") or []:
+                function = call.get("function", call)
+                calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
+            raw = {"content": _text(message.get("content")), "tool_calls": calls}
+        elif isinstance(message.get("output"), list):  # mini 2.x, a Responses API reply
+            items = [o for o in message["output"] if isinstance(o, dict)]
+            text = "".join(_text(o.get("content")) for o in items if o.get("type") == "message")
+            calls = [
+                {"name": o.get("name"), "arguments": o.get("arguments")}
+                for o in items
+                if o.get("type") == "function_call"
+            ]
+            raw = {"content": text, "tool_calls": calls}
+        else:
+            continue
+        replies.append((f"{key}[{i}]", raw))
+    return replies
 
 
 def _traj_model_name(traj: dict[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ COMMANDS = {
     "report": "report",
     "ladder": "ladder",
     "inspect": "inspect",
+    "replay": "replay",
     "serve-script": "serve",
 }
 SANDBOX_KINDS = {"DockerSandboxConfig", "LocalSandboxConfig", "DockerSandbox", "LocalSandbox"}

@@ -513,6 +513,7 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         *["ErrorReply", "Policy", "Reply", "Script", "ScriptError", "ScriptSource", "Step"],
         "RawReply",
         *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],
+        *["trajectory_kind", "trajectory_replies"],
         "reply_message",
     }
     assert set(agent.cli.serve.__all__) == {"register", "serve_script_command"}

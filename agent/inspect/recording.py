@@ -1,0 +1,192 @@
+"""What a recorded run did with each model reply: :func:`recorded_replies`.
+
+A recording is a SWE-agent ``.traj`` (0.x or 1.x), a mini-swe-agent trajectory (1.x
+``mini-swe-agent-1``, 2.x ``mini-swe-agent-1.1``) or a pgs ``.traj``; its replies are the ones the
+replay model answers with (:func:`agent.models.script.trajectory_replies`, same order). For each
+reply, :class:`RecordedReply` says whether the agent ran it (or refused it as malformed), the
+command it ran, its exit code and its output where the writer recorded them, and whether it
+submitted:
+
+- mini-swe-agent: the message after a reply is its observation (``<returncode>N</returncode>``
+  and the output, or 2.x's ``extra.returncode``/``extra.raw_output``), a format error
+  (``interrupt_type: FormatError``, or 1.x's "Please always provide EXACTLY ONE action"), a
+  timeout, or the end of the run (the submission, whose command output is not recorded);
+- SWE-agent: a reply in the history is one the agent ran (its parser's retries are not kept);
+  its command is the message's ``action``, its output the matching ``trajectory`` step's;
+- pgs: the reply's ``action``, and the steps' ``observation`` and ``exit_code``; a reply followed
+  by a ``format_error`` message was refused.
+
+Anything else raises ValueError (the replay model refuses the file the same way).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from agent.core.parsing import FormatError, parse_text_action
+from agent.models.script import trajectory_kind, trajectory_replies
+
+_RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")
+_WRAPPED = re.compile(r"\A<output>\n(.*)</output>\Z", re.S)
+_MINI_FORMAT_ERROR = ("Please always provide EXACTLY ONE action", "Please always provide")
+_MINI_TIMEOUT = "The last command <command>"
+
+
+@dataclass
+class RecordedReply:
+    """One model reply and what the recorded agent did with it."""
+
+    #: Where the reply is in the file (``messages[4]``, ``history[7]``).
+    where: str
+    content: str
+    #: False: refused as malformed (a format error).
+    ran: bool
+    command: str | None = None
+    exit_code: int | None = None
+    #: The command's output as the model saw it (after the writer's truncation), if recorded.
+    output: str | None = None
+    submitted: bool = False
+    timed_out: bool = False
+
+
+def recorded_replies(traj: dict[str, Any]) -> list[RecordedReply]:
+    """Each reply of ``traj`` and what its agent did with it (see the module doc)."""
+    kind = trajectory_kind(traj)
+    if kind == "mini-swe-agent":
+        return _mini(traj)
+    if kind == "pgs":
+        return _pgs(traj)
+    return _swe_agent(traj)
+
+
+def submission(traj: dict[str, Any]) -> str | None:
+    """The recorded final patch (``info.submission``), None when the file has none."""
+    info = traj.get("info")
+    value = info.get("submission") if isinstance(info, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _index(where: str) -> int:
+    return int(where[where.index("[") + 1 : -1])
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
+    messages: list[Any] = traj["messages"]
+    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    submitted_run = str((info or {}).get("exit_status", "")) == "Submitted"
+    replies = trajectory_replies(traj)
+    out = []
+    for n, (where, step) in enumerate(replies):
+        i = _index(where)
+        content = str(step.get("content") or "")
+        reply = RecordedReply(where, content, ran=False)
+        following = messages[i + 1] if i + 1 < len(messages) else None
+        command = _mini_command(messages[i], step)
+        extra = following.get("extra") if isinstance(following, dict) else None
+        extra = extra if isinstance(extra, dict) else {}
+        text = _text(following.get("content") if isinstance(following, dict) else None)
+        if isinstance(following, dict) and not text and "output" in following:
+            text = _text(following["output"]) or str(following["output"])
+        returncode = _RETURNCODE.match(text)
+        if following is None:
+            pass  # the run stopped before the agent answered
+        elif extra.get("interrupt_type") == "FormatError" or text.startswith(_MINI_FORMAT_ERROR):
+            pass
+        elif "returncode" in extra or returncode:
+            reply.ran, reply.command = True, command
+            code = extra.get("returncode") if "returncode" in extra else returncode.group(1)  # type: ignore[union-attr]
+            reply.exit_code = int(code) if code is not None else None
+            reply.output = _mini_output(text)
+        elif text.startswith(_MINI_TIMEOUT):
+            reply.ran, reply.command, reply.timed_out = True, command, True
+        elif n + 1 == len(replies) and submitted_run:  # its output is not kept: the patch is
+            reply.ran, reply.command, reply.submitted = True, command, True
+        out.append(reply)
+    return out
+
+
+def _mini_command(message: Any, step: dict[str, Any]) -> str | None:
+    """The command mini-swe-agent ran: 2.x records its actions, 1.x is read as it read it."""
+    extra = message.get("extra") if isinstance(message, dict) else None
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
+        return str(actions[0].get("command", "")).strip()
+    calls = step.get("tool_calls") or []
+    if calls:
+        return str(calls[0].get("arguments"))
+    content = str(step.get("content") or "")
+    for parser in ("mini-swe-agent", "mini-swe-agent-2"):
+        try:
+            return parse_text_action(content, parser)[1]
+        except FormatError:
+            continue
+    return None
+
+
+def _mini_output(text: str) -> str:
+    """The output inside mini-swe-agent's observation template (returncode line removed)."""
+    body = _RETURNCODE.sub("", text, count=1)
+    wrapped = _WRAPPED.match(body)
+    return wrapped.group(1) if wrapped else body
+
+
+def _swe_agent(traj: dict[str, Any]) -> list[RecordedReply]:
+    history: list[Any] = traj["history"]
+    found = traj.get("trajectory")
+    steps: list[Any] = found if isinstance(found, list) else []
+    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    out = []
+    for n, (where, step) in enumerate(trajectory_replies(traj)):
+        message = history[_index(where)]
+        raw = steps[n] if n < len(steps) and isinstance(steps[n], dict) else {}
+        action = message.get("action", raw.get("action"))
+        reply = RecordedReply(where, str(step.get("content") or ""), ran=True)
+        reply.command = str(action).strip() if action is not None else None
+        if isinstance(raw.get("observation"), str):
+            reply.output = raw["observation"]
+        out.append(reply)
+    if out and "submitted" in str((info or {}).get("exit_status", "")):
+        last = out[-1]
+        last.submitted = bool(last.command and last.command.split()[:1] == ["submit"])
+    return out
+
+
+def _pgs(traj: dict[str, Any]) -> list[RecordedReply]:
+    history: list[Any] = traj["history"]
+    steps = [s for s in traj.get("trajectory") or [] if isinstance(s, dict)]
+    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    out = []
+    taken = 0
+    replies = trajectory_replies(traj, "main")
+    for n, (where, step) in enumerate(replies):
+        i = _index(where)
+        message = history[i]
+        following = history[i + 1] if i + 1 < len(history) else None
+        reply = RecordedReply(where, str(step.get("content") or ""), ran=False)
+        refused = isinstance(following, dict) and following.get("message_type") == "format_error"
+        action = str(message.get("action") or "")
+        if action and not refused:
+            count = max(1, len(step.get("tool_calls") or []))
+            mine = steps[taken : taken + count]
+            taken += count
+            reply.ran, reply.command = True, action.strip()
+            if mine:
+                reply.exit_code = mine[-1].get("exit_code")
+                reply.output = mine[-1].get("observation")
+        elif n + 1 == len(replies) and not refused and following is None:
+            reply.ran = bool(action)
+        out.append(reply)
+    status = str((info or {}).get("exit_status", ""))
+    if out and status == "submitted":
+        out[-1].submitted = True
+    return out
