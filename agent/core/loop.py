@@ -135,8 +135,13 @@ class Agent:
         function_calling: bool = True,
         on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
         reviewer: Reviewer | None = None,
+        base: str | None = None,
     ) -> None:
         self.config = config
+        #: The commit the patch is a diff against (pinned when the sandbox was ready). When
+        #: given, a submission is the sandbox's whole diff against it, so work the model
+        #: committed (or a moved HEAD) is still in the patch; None: the submit tool's patch.
+        self.base = base
         self.model = model
         self.sandbox = sandbox
         self.toolset = toolset
@@ -298,7 +303,9 @@ class Agent:
                 result.exit_code,
                 result.timed_out,
             )
-            if kind is OutputKind.SUBMISSION and not (patch or "").strip():
+            if kind is OutputKind.SUBMISSION and self.base is not None:
+                patch = self._current_diff()
+            elif kind is OutputKind.SUBMISSION and not (patch or "").strip():
                 patch = self._model_patch()  # SWE-agent's submit prints only the marker
             observation = cut_middle(
                 out.text, self.config.max_observation_chars, dropped=_dropped(result)
@@ -422,7 +429,7 @@ class Agent:
 
     def _current_diff(self) -> str:
         try:
-            return self.sandbox.diff()
+            return self.sandbox.diff(base=self.base or "HEAD")
         except Exception:  # the sandbox may be the thing that failed
             return ""
 

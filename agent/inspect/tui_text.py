@@ -20,7 +20,12 @@ NONE = "-"
 
 HEADING = "bold underline"
 MISSING = "yellow"
-VERDICT_STYLES = {"passed": "bold green", "failed": "bold red", "tests-only": "bold yellow"}
+VERDICT_STYLES = {
+    "passed": "bold green",
+    "failed": "bold red",
+    "tests-only": "bold yellow",
+    "tests-changed": "bold red",
+}
 STATUS_STYLES = {"kept": "green", "dropped": "red", "gone": "dim"}
 DIFF_STYLES = {"added": "green", "removed": "red", "context": "", "note": "dim italic"}
 
@@ -290,6 +295,16 @@ def _round_text(out: Text, rnd: Round, where: Path | None) -> None:
         out.append(f"  pytest error: {first_line(error, 200)}\n", style="red")
     if rnd.cut:
         out.append(f"  cut by the time budget: {rnd.cut}\n", style=MISSING)
+    if rnd.tampered:
+        out.append(
+            f"  the Generator changed (ran the Tester's version): {', '.join(rnd.tampered)}\n",
+            style="red",
+        )
+    if rnd.tests_changed:
+        out.append(
+            f"  the patch changes (ran as at the base commit): {', '.join(rnd.tests_changed)}\n",
+            style="red",
+        )
     sel = rnd.selection
     if sel is not None:
         out.append("  Counterexample: ", style="bold")

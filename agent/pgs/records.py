@@ -6,6 +6,8 @@ every other module reads it with :meth:`PGSRecord.model_validate` (or
 models existed, key for key:
 
 - ``mode``, ``verdict``, ``verdict_reason``; ``tester_error`` only when the Tester failed;
+- ``base_commit``: the original code's commit; ``property_sha256``: the hashes of the files the
+  Tester left (both only once known);
 - ``properties``: ``{path: text}`` of the Tester's last set;
 - ``validation``: the last set on the original code (:class:`ValidationRecord`);
 - ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
@@ -36,7 +38,7 @@ from agent.core.trajectory import Trajectory
 from agent.pgs.report import CheckReport, FailingInput, TestResult
 
 FeedbackMode = Literal["none", "io", "property", "property-min"]
-Verdict = Literal["passed", "tests-only", "unchecked", "failed"]
+Verdict = Literal["passed", "tests-only", "tests-changed", "unchecked", "failed"]
 #: The keys of the Tester's conversations in a record: ``tester``, ``tester_2``, ...
 CONVERSATION_KEY = re.compile(r"tester(_\d+)?")
 
@@ -119,6 +121,17 @@ class SelectionRecord(Record):
     issue_example: str | None = None
 
 
+class GuardedChange(Record):
+    """A file the check relies on that the Generator (or its patch) changed, and what it did:
+    a property file (``edited``, ``deleted``, ``added``, ``mode 644 -> 600``, ``replaced by a
+    symlink``, ...) or a repository test file, conftest.py or pytest configuration
+    (``modified``, ``deleted``, ``added``). The check ran the Tester's or the base commit's
+    version instead (:mod:`agent.pgs.guard`)."""
+
+    path: str = ""
+    change: str = ""
+
+
 class RoundRecord(Record):
     """One checked candidate: its patch, the check's report and verdict, the feedback sent."""
 
@@ -130,6 +143,8 @@ class RoundRecord(Record):
         "note",
         "selection",
         "feedback",
+        "tampered",
+        "tests_changed",
     )
     round: int = Field(0, description="1 for the first candidate")
     patch: str = ""
@@ -140,16 +155,34 @@ class RoundRecord(Record):
     note: str | None = Field(None, description="why no feedback was sent, or the run ended")
     selection: SelectionRecord | None = None
     feedback: str | None = Field(None, description="the message sent to the Generator")
+    tampered: list[GuardedChange] = Field(
+        default_factory=list,
+        description="what the Generator did to the Tester's property files (or the plugin "
+        "folder) since the Tester's last turn; the check ran the Tester's version",
+    )
+    tests_changed: list[GuardedChange] = Field(
+        default_factory=list,
+        description="repository test files (conftest.py, pytest configuration) the check "
+        "relies on that the candidate changes; the check ran them as at the base commit",
+    )
 
 
 class PGSRecord(Record):
     """Everything PGS did in one run (the trajectory's ``pgs`` key)."""
 
-    omitted_when_empty = ("tester_error",)
+    omitted_when_empty = ("tester_error", "base_commit", "property_sha256")
     mode: FeedbackMode = "none"
     rounds: list[RoundRecord] = Field(default_factory=list)
     properties: dict[str, str] | None = Field(
         None, description="{path: text} of the Tester's last set (None: never recorded)"
+    )
+    property_sha256: dict[str, str] | None = Field(
+        None,
+        description="{path: sha256} of every file the Tester left in the properties folder: "
+        "what each check restores and runs",
+    )
+    base_commit: str | None = Field(
+        None, description="the sandbox's base commit: the original code of every check"
     )
     validation: ValidationRecord | None = None
     tester_turns: list[TesterTurn] = Field(default_factory=list)
