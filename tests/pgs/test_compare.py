@@ -120,6 +120,7 @@ def test_modes_are_compared_side_by_side(
         {
             "a-1": traj("property-min", "passed", ["xs=[0]"], 1.0, 1.0),
             "a-2": traj("property-min", "tests-only", [], 1.0, 1.0),
+            "a-3": traj("property-min", "tests-changed", [], 1.0, 1.0),
         },
     )
     write_eval(pgs, resolved=["a-1", "a-2"], submitted=["a-1"])  # a-2 was not graded
@@ -135,14 +136,21 @@ def test_modes_are_compared_side_by_side(
         "instances": 3,
         "resolved": 1,
         "graded": 3,
-        "verdicts": {"passed": 1, "tests-only": 0, "unchecked": 1, "failed": 1},
+        "verdicts": {
+            "passed": 1,
+            "tests-only": 0,
+            "tests-changed": 0,
+            "unchecked": 1,
+            "failed": 1,
+        },
         "rounds": {"total": 4, "mean": 4 / 3},
         "feedback_tokens": {"total": io_tokens, "mean": io_tokens / 3},
         "cost": {"total": 4.5, "mean": 1.5},
     }
     assert rows["property-min"]["resolved"] == 1 and rows["property-min"]["graded"] == 1
     assert rows["property-min"]["verdicts"]["tests-only"] == 1
-    assert rows["property-min"]["feedback_tokens"] == {"total": 5, "mean": 2.5}
+    assert rows["property-min"]["verdicts"]["tests-changed"] == 1
+    assert rows["property-min"]["feedback_tokens"] == {"total": 5, "mean": 5 / 3}
     assert rows["none"]["resolved"] is None and rows["none"]["rounds"]["total"] == 0
     assert [r["eval_report"] for r in data["runs"]] == [
         None,
@@ -157,8 +165,8 @@ def test_modes_are_compared_side_by_side(
     assert main(["report", str(none), str(io), str(pgs)]) == 0
     out = capsys.readouterr().out
     lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│")}
-    assert re.search(r"│\s+3\s+│\s+1/3\s+│\s+1\s+│\s+0\s+│\s+1\s+│\s+1\s+│", lines["io"])
-    assert "1/2 (1 graded)" in lines["property-min"]
+    assert re.search(r"│\s+3\s+│\s+1/3\s+│\s+1\s+│\s+0\s+│\s+0\s+│\s+1\s+│\s+1\s+│", lines["io"])
+    assert "1/3 (1 graded)" in lines["property-min"]
     assert re.search(r"│\s+1\s+│\s+-\s+│", lines["none"])
     assert "$4.5000 / $1.5000" in lines["io"]
 
