@@ -67,7 +67,7 @@ from agent.pgs.records import (
     ValidationRecord,
     Verdict,
 )
-from agent.pgs.related import changed_files, related_tests
+from agent.pgs.related import changed_files, is_test_file, related_tests
 from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
@@ -394,8 +394,9 @@ class PGS:
             applied = box.run(f"git apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
             if not applied.ok:
                 raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
-        targets = [*self.kept, *repo_tests]
-        with original_tests(box, self.base, targets, tests=repo_tests) as changed:
+        # With --test-cmd the files it runs are unknown: the test files the patch changes stand in.
+        tests = repo_tests or [f for f in changed_files(patch) if is_test_file(f)]
+        with original_tests(box, self.base, [*self.kept, *tests], tests=tests) as changed:
             report = check_candidate(
                 box,
                 properties=self.kept,
@@ -471,6 +472,7 @@ class PGS:
                 base=self.base,
             )
             self.guard.take(self.sandbox)  # from now on, these are the properties
+            self.guard.restore(self.sandbox)  # and only these (no .pgs/conftest.py, own plugin)
         except ModelError as e:
             logger.warning("the Tester failed (%s); checking with what there is", e)
             self.record.tester_error = str(e)

@@ -114,10 +114,11 @@ def test_the_named_property_file_overwritten_after_the_probe_still_fails_the_wro
     run = run_session(dedupe, tmp_path, by_turn(generator, TESTER, probe=PROBE), {"rounds": 1})
 
     pgs = run.pgs
+    assert pgs["verdict"] == "failed"
     first, second = pgs["rounds"]
     assert ORDER_FILE in first["feedback"]
+    assert second["verdict"] == "failed"
     assert second["tampered"] == [{"path": ORDER_FILE, "change": "edited"}]
-    assert second["verdict"] == "failed" and pgs["verdict"] == "failed"
     assert f"first {ORDER_ID}" in pgs["verdict_reason"]
     assert (
         f"the Generator changed {ORDER_FILE} (edited); the check ran the Tester's version"
@@ -255,16 +256,17 @@ def test_a_patch_that_edits_a_related_test_is_checked_against_the_original_test(
     run = run_session(dedupe, tmp_path, by_turn(generator, TESTER), {"fresh_probes": 0})
 
     pgs = run.pgs
-    first, second = pgs["rounds"]
+    first = pgs["rounds"][0]
     assert SORTED_EXPECTATION.strip() in first["patch"]
-    assert changes(first, "tests_changed") == {(DEDUPE.related_test, "modified")}
     assert first["verdict"] == "failed"
+    assert changes(first, "tests_changed") == {(DEDUPE.related_test, "modified")}
     assert first["selection"]["result"]["nodeid"] == f"{DEDUPE.related_test}::test_dedupe_example"
     assert (
         "the check runs the repository's tests as they are at the base commit"
         in (first["feedback"])
     )
     # The right code, the test edit still in the patch: the original test passes, not passed.
+    second = pgs["rounds"][1]
     assert SORTED_EXPECTATION.strip() in second["patch"]
     assert second["verdict"] == "tests-changed" and pgs["verdict"] == "tests-changed"
     assert pgs["verdict_reason"].startswith(
@@ -311,9 +313,9 @@ def test_a_conftest_the_patch_adds_does_not_take_part_in_the_check(
 
     pgs = run.pgs
     (only,) = pgs["rounds"]
+    assert only["verdict"] == "failed" and pgs["verdict"] == "failed"
     assert "conftest.py" in only["patch"]
     assert changes(only, "tests_changed") == {("conftest.py", "added")}
-    assert only["verdict"] == "failed" and pgs["verdict"] == "failed"
     assert "the patch also changes conftest.py (added)" in pgs["verdict_reason"]
 
 
