@@ -187,7 +187,11 @@ def test_a_new_run_writes_the_keys_the_old_code_wrote(tmp_path: Path) -> None:
 
     assert main(["demo", "--output-dir", str(tmp_path)]) == 0
     new = json.loads((tmp_path / "stats__issue" / "stats__issue.traj").read_text())["pgs"]
-    assert record_shape(new) == record_shape(old_trajectory()["pgs"])
+    # Keys added since (issue 20): the pinned base commit and the hashes of the Tester's files.
+    added = {"base_commit", "property_sha256"}
+    assert added <= set(new) and len(new["base_commit"]) == 40
+    old = {k: v for k, v in new.items() if k not in added}
+    assert record_shape(old) == record_shape(old_trajectory()["pgs"])
     record = PGSRecord.model_validate(new)
     assert record.verdict == "passed" and len(record.feedback_rounds()) == 1
     assert json.dumps(record.model_dump(mode="json")) == json.dumps(new)
