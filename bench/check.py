@@ -10,9 +10,11 @@ instance image (built, or reused by tag) with the network off: the record's ``te
 committed (so the FAIL_TO_PASS tests exist on the "original" code), the gold patch applied, and
 the check run twice: *cold* (related tests found, their baseline on the original code run, the
 candidate checked) and *warm* (the baseline cached: what every later candidate costs). Then the
-empty patch (the original code) is checked, where FAIL_TO_PASS must fail. One line per record:
-related test files, tests run, the cut (if the budget left files out), cold and warm seconds,
-whether every FAIL_TO_PASS test ran and passed, what newly failed. Last line:
+empty patch (the original code) is checked, where FAIL_TO_PASS must fail. Every check runs the
+test files as they are at that commit (:func:`agent.pgs.check.original_tests`, as pgs does).
+One line per record: related test files, tests run, the cut (if the budget left files out),
+cold and warm seconds, whether every FAIL_TO_PASS test ran and passed, what newly failed, the
+test files the gold patch changes (none expected). Last line:
 ``check_warm_p50_s=<median warm seconds>``.
 """
 
@@ -30,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.pgs.baseline import Baseline
-from agent.pgs.check import check_candidate
+from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings
@@ -53,6 +55,7 @@ class Row:
     warm: float = 0.0
     gold: CheckReport = field(default_factory=CheckReport)
     original: CheckReport | None = None
+    tests_changed: list[str] = field(default_factory=list)
 
     def _issue_results(self, report: CheckReport) -> dict[str, list[str]]:
         """Each FAIL_TO_PASS id's outcomes (a parametrized id may stand for several)."""
@@ -92,7 +95,8 @@ class Row:
             f"{self.cold:.1f}s, warm {self.warm:.1f}s, FAIL_TO_PASS pass "
             f"{'yes' if self.issue_pass else 'NO'}, fail on original "
             f"{'yes' if self.issue_fail_on_original else 'NO'}, newly failing "
-            f"{len(self.newly_failing)} {self.newly_failing[:3]}, cut: {cut[:300]}"
+            f"{len(self.newly_failing)} {self.newly_failing[:3]}, tests changed: "
+            f"{self.tests_changed or 'none'}, cut: {cut[:300]}"
         )
 
 
@@ -140,14 +144,17 @@ def check_record(
 
         def check() -> CheckReport:
             baseline = baselines.ensure(box, commit, row.related, settings=settings)
-            return check_candidate(
-                box,
-                properties=[],
-                repo_tests=row.related,
-                baseline=baseline,
-                settings=settings,
-                issue_tests=row.issue_tests,
-            )
+            targets = [*row.issue_tests, *row.related]
+            with original_tests(box, commit, targets, tests=row.related) as changed:
+                row.tests_changed = [f"{c.path} ({c.change})" for c in changed]
+                return check_candidate(
+                    box,
+                    properties=[],
+                    repo_tests=row.related,
+                    baseline=baseline,
+                    settings=settings,
+                    issue_tests=row.issue_tests,
+                )
 
         for attempt in ("cold", "warm"):
             started = time.monotonic()

@@ -161,8 +161,13 @@ class Agent:
         function_calling: bool = True,
         on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
         reviewer: Reviewer | None = None,
+        base: str | None = None,
     ) -> None:
         self.config = config
+        #: The commit the patch is a diff against (pinned when the sandbox was ready). When
+        #: given, a submission is the sandbox's whole diff against it, so work the model
+        #: committed (or a moved HEAD) is still in the patch; None: the submit tool's patch.
+        self.base = base
         self.model = model
         self.sandbox = sandbox
         self.toolset = toolset
@@ -324,7 +329,11 @@ class Agent:
             out = classify_output(result.output, self.toolset.role(action.command, action.tool))
             kind, exit_code, timed_out = out.kind, result.exit_code, result.timed_out
             # The repository's real change, not what the tool (or a file it printed) claims.
-            patch = self.sandbox.diff() if kind is OutputKind.SUBMISSION else None
+            patch = (
+                self.sandbox.diff(base=self.base or "HEAD")
+                if kind is OutputKind.SUBMISSION
+                else None
+            )
             observation = truncate_observation(
                 out.text,
                 self.config.max_observation_chars,
@@ -457,7 +466,7 @@ class Agent:
 
     def _current_diff(self) -> str:
         try:
-            return self.sandbox.diff()
+            return self.sandbox.diff(base=self.base or "HEAD")
         except Exception:  # the sandbox may be the thing that failed
             return ""
 

@@ -257,6 +257,17 @@ def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
     )
 
 
+def base_commit(box: Sandbox) -> str:
+    """The sandbox's commit once it is ready (the user's uncommitted changes committed): the
+    original code of every check and the base of the patch, whatever the agent later does
+    to ``HEAD`` (a commit, a checkout, a reset)."""
+    done = box.run("git rev-parse --verify HEAD^{commit}")
+    sha = done.output.strip().splitlines()[-1] if done.ok and done.output.strip() else ""
+    if not re.fullmatch(r"[0-9a-f]{40,64}", sha):
+        raise EnvError(f"cannot read the sandbox's base commit: {done.output[-300:]}")
+    return sha
+
+
 def default_output_dir(model: str) -> Path:
     """``trajectories/<time>-<model>-<random>``: two runs started in the same second get two
     folders."""
@@ -353,6 +364,7 @@ def make_reviewer(
     traj: Trajectory,
     global_stats: GlobalStats | None,
     hooks: RunHook,
+    base: str = "HEAD",
 ) -> PGS | None:
     """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone)."""
     pgs = config.pgs
@@ -379,6 +391,7 @@ def make_reviewer(
         problem_statement=task.problem_statement,
         function_calling=config.model.function_calling,
         status=on_review,
+        base=base,
     )
 
 
@@ -416,8 +429,10 @@ def run_task(
     )
     agent: Agent | None = None
     try:
+        base = base_commit(sandbox)
+        traj.info["sandbox_base_commit"] = base
         hook.on_status("the agent is working")
-        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, hook)
+        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, hook, base)
         agent = Agent(
             config.agent,
             model,
@@ -427,6 +442,7 @@ def run_task(
             function_calling=config.model.function_calling,
             on_step=hook.on_step,
             reviewer=reviewer,
+            base=base,
         )
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:

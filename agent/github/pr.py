@@ -313,6 +313,7 @@ def evidence(result: RunResult) -> list[str]:
         f"message{'s' if feedback != 1 else ''}.",
         "",
         f"Why: {pgs.verdict_reason or 'not recorded'}. {VERDICTS}",
+        *guarded_lines(pgs),
     ]
     results = _final_report(pgs).results
     outcome = {r.nodeid: r for r in results}
@@ -341,12 +342,38 @@ def evidence(result: RunResult) -> list[str]:
     return lines
 
 
+def guarded_lines(pgs: PGSRecord) -> list[str]:
+    """Markdown lines naming what the check did not take from the working tree: property
+    files the Generator changed, test files the patch changes (any round)."""
+    tampered = {(c.path, c.change) for r in pgs.rounds for c in r.tampered}
+    changed = {(c.path, c.change) for r in pgs.rounds for c in r.tests_changed}
+    lines = []
+    if tampered:
+        lines += [
+            "",
+            "**The Generator changed the Tester's property files** (every check ran "
+            "the Tester's own version):",
+            "",
+        ]
+        lines += [f"- `{path}` ({change})" for path, change in sorted(tampered)]
+    if changed:
+        lines += [
+            "",
+            "**The patch changes test files the check relies on** (the check ran "
+            "them as at the base commit; the patch's version was never counted):",
+            "",
+        ]
+        lines += [f"- `{path}` ({change})" for path, change in sorted(changed)]
+    return lines
+
+
 #: What each verdict means, in the PR body.
 VERDICTS = (
     "(`passed`: a Tester property that fails on the original code passes on the patch and "
     "nothing that passed before fails; `partial`: the same, but fewer than half of the related "
     "test files ran; `tests-only`: no issue property took part, the related tests pass; "
-    "`unchecked`: nothing ran; `failed`: a check fails on the patch.)"
+    "`tests-changed`: the patch changes a test file the check relies on, which ran as at the "
+    "base commit; `unchecked`: nothing ran; `failed`: a check fails on the patch.)"
 )
 
 

@@ -159,6 +159,10 @@ class Round:
     coverage: str | None = None
     #: Fresh probes before the candidate was accepted: the new kept properties of each.
     probes: list[list[str]] = field(default_factory=list)
+    #: "path (change)" of each property file the Generator changed (the check ran the
+    #: Tester's version), and of each test file the patch changes (run as at the base commit).
+    tampered: list[str] = field(default_factory=list)
+    tests_changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
 

@@ -260,9 +260,17 @@ def _round(index: int, raw: dict[str, Any], previous: str | None) -> Round:
     rnd.feedback = raw.get("feedback")
     rnd.verdict = raw.get("verdict")
     rnd.note = raw.get("note")
+    rnd.tampered = _changes(raw.get("tampered"))
+    rnd.tests_changed = _changes(raw.get("tests_changed"))
     rnd.probes = [
         [str(n) for n in p.get("new_kept") or []]
         for p in raw.get("probes") or []
         if isinstance(p, dict)
     ]
     return rnd
+
+
+def _changes(raw: object) -> list[str]:
+    """``path (change)`` of each entry of a round's ``tampered`` or ``tests_changed``."""
+    items = raw if isinstance(raw, list) else []
+    return [f"{c.get('path')} ({c.get('change')})" for c in items if isinstance(c, dict)]

@@ -25,6 +25,7 @@ VERDICT_STYLES = {
     "failed": "bold red",
     "partial": "bold yellow",
     "tests-only": "bold yellow",
+    "tests-changed": "bold red",
 }
 STATUS_STYLES = {"kept": "green", "dropped": "red", "gone": "dim"}
 DIFF_STYLES = {"added": "green", "removed": "red", "context": "", "note": "dim italic"}
@@ -297,6 +298,16 @@ def _round_text(out: Text, rnd: Round, where: Path | None) -> None:
         out.append(f"  {rnd.coverage}\n", style="dim")
     if rnd.cut:
         out.append(f"  cut by the time budget: {rnd.cut}\n", style=MISSING)
+    if rnd.tampered:
+        out.append(
+            f"  the Generator changed (ran the Tester's version): {', '.join(rnd.tampered)}\n",
+            style="red",
+        )
+    if rnd.tests_changed:
+        out.append(
+            f"  the patch changes (ran as at the base commit): {', '.join(rnd.tests_changed)}\n",
+            style="red",
+        )
     sel = rnd.selection
     if sel is not None:
         out.append("  Counterexample: ", style="bold")

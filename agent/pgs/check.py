@@ -8,6 +8,9 @@ The host side of the PGS feedback loop (DESIGN.md §2). The parts, one module ea
 - :mod:`agent.pgs.related` finds the repository test files that import what a patch changed;
 - :mod:`agent.pgs.baseline` caches the repository tests' results on the original code per
   commit, and runs what fits the time budget, remembering what it left out;
+- :func:`original_tests` (here) puts the repository's test files the check relies on back as
+  they are at the base commit for the duration of a check, and says which the candidate
+  changed;
 - :func:`check_candidate` (here) runs the kept properties, the issue tests and the related
   tests against a candidate, leaves out what the baseline left out (and says so in the
   report's ``cut``), and counts only what the candidate is responsible for
@@ -17,12 +20,151 @@ The host side of the PGS feedback loop (DESIGN.md §2). The parts, one module ea
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import configparser
+import posixpath
+import shlex
+import tomllib
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
+from agent.pgs.guard import SAFE_GIT
+from agent.pgs.records import GuardedChange
 from agent.pgs.report import CheckReport, Coverage, TestResult
-from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd
-from envs.sandbox import Sandbox
+from agent.pgs.runner import CheckError, CheckSettings, run_pytest, run_test_cmd, tail
+from envs.sandbox import SCRATCH_DIRS, Sandbox
+
+#: Files pytest reads in every folder from the repository's root down to a test file: each is
+#: part of what the check runs. The first are read whole; the others only for their pytest
+#: section (:data:`PYTEST_SECTIONS`): a candidate may change a package's metadata there.
+PYTEST_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini")
+PYTEST_SECTION_FILES = ("setup.cfg", "pyproject.toml")
+#: Where pytest reads its configuration in each kind of file.
+PYTEST_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
+
+#: Run in the sandbox with the base commit and the paths: ``<base blob|-> <now blob|-|symlink|
+#: other> <path>`` per path (``--no-filters``: the bytes as they are, as git stores them).
+_COMPARE = r"""
+base=$1; shift
+for p in "$@"; do
+  b=$(git rev-parse -q --verify "$base:$p" 2>/dev/null) || b=-
+  if [ -L "$p" ]; then w=symlink
+  elif [ -f "$p" ]; then w=$(git hash-object --no-filters -- "$p")
+  elif [ -e "$p" ]; then w=other
+  else w=-; fi
+  printf '%s %s %s\n' "$b" "$w" "$p"
+done
+"""
+
+
+def _ancestors(path: str) -> list[str]:
+    """The folders from the repository's root down to ``path``'s own ('' is the root)."""
+    parts = posixpath.dirname(path).split("/") if posixpath.dirname(path) else []
+    return ["", *("/".join(parts[: i + 1]) for i in range(len(parts)))]
+
+
+def _in_scratch(path: str) -> bool:
+    return any(path == d or path.startswith(d + "/") for d in SCRATCH_DIRS)
+
+
+def relied_on(targets: Sequence[str], tests: Sequence[str]) -> list[str]:
+    """The files a pytest run of ``targets`` (files or node ids) relies on besides the code:
+    the repository test files ``tests``, and every conftest.py and pytest configuration file
+    in the folders from the root down to each target (present or not: one the candidate adds
+    counts too). The scratch folder is :mod:`agent.pgs.guard`'s."""
+    files = [t.split("::", 1)[0] for t in targets]
+    out = list(dict.fromkeys(t.split("::", 1)[0] for t in tests))
+    for folder in dict.fromkeys(f for t in files for f in _ancestors(t) if not _in_scratch(f)):
+        for name in (*PYTEST_FILES, *PYTEST_SECTION_FILES):
+            path = posixpath.join(folder, name) if folder else name
+            if path not in out:
+                out.append(path)
+    return out
+
+
+def _pytest_section(name: str, text: str | None) -> Any:
+    """The pytest configuration a setup.cfg or pyproject.toml holds (None: none, or the file
+    does not parse, which counts as a change when the other side parses)."""
+    if text is None:
+        return None
+    try:
+        if name == "pyproject.toml":
+            return tomllib.loads(text).get("tool", {}).get("pytest")
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read_string(text)
+        section = PYTEST_SECTIONS[name]
+        return dict(parser[section]) if parser.has_section(section) else None
+    except (tomllib.TOMLDecodeError, configparser.Error, AttributeError):
+        return ("unparsable", text)
+
+
+def _read(sandbox: Sandbox, command: str) -> str | None:
+    done = sandbox.run(command)
+    return done.output if done.ok else None
+
+
+@contextmanager
+def original_tests(
+    sandbox: Sandbox, base: str, targets: Sequence[str], *, tests: Sequence[str] = ()
+) -> Iterator[list[GuardedChange]]:
+    """The files a run of ``targets`` relies on (:func:`relied_on`) as they are at ``base``
+    for the duration, whatever the candidate in the sandbox did to them; yields what it
+    changed (``modified``, ``deleted``, ``added``), the candidate's versions put back after.
+
+    ``tests``: the repository test files among the targets (the others, the properties, are
+    :mod:`agent.pgs.guard`'s). One the candidate adds (absent at ``base``) is its own and
+    stays; a conftest.py or configuration file it adds is taken out. A setup.cfg or
+    pyproject.toml counts only when its pytest section changed.
+    """
+    paths = relied_on(targets, tests)
+    script = f"bash -c {shlex.quote(_COMPARE)} compare {shlex.quote(base)} "
+    done = sandbox.run(script + " ".join(shlex.quote(p) for p in paths))
+    if not done.ok:
+        raise CheckError(
+            f"cannot compare the test files with the base commit:\n{tail(done.output)}"
+        )
+    changed: list[GuardedChange] = []
+    own = set(tests)
+    for line in done.output.splitlines():
+        fields = line.split(" ", 2)
+        if len(fields) != 3 or fields[0] == fields[1]:
+            continue
+        was, now, path = fields
+        name = posixpath.basename(path)
+        if was == "-" and (path in own or now == "-"):
+            continue  # a test file the candidate adds is its own
+        if name in PYTEST_SECTION_FILES:
+            before = _read(sandbox, f"git show {shlex.quote(f'{base}:{path}')}")
+            after = _read(sandbox, f"cat -- {shlex.quote(path)}") if now != "-" else None
+            if _pytest_section(name, before) == _pytest_section(name, after):
+                continue
+        change = "added" if was == "-" else "deleted" if now == "-" else "modified"
+        changed.append(GuardedChange(path=path, change=change))
+    if not changed:
+        yield changed
+        return
+    quoted = " ".join(shlex.quote(c.path) for c in changed)
+    kept = f"/tmp/pgs-candidate-tests-{uuid.uuid4().hex[:8]}.tar"
+    at_base = " ".join(shlex.quote(c.path) for c in changed if c.change != "added")
+    # The candidate's versions aside (tar keeps symlinks as links), then the base's in place.
+    put = sandbox.run(
+        f"tar -cf {kept} --ignore-failed-read -- {quoted} 2>/dev/null; rm -rf -- {quoted}"
+        + (f" && {SAFE_GIT} checkout -q {shlex.quote(base)} -- {at_base}" if at_base else "")
+        + (f" && {SAFE_GIT} reset -q -- {at_base}" if at_base else "")
+    )
+    if not put.ok:
+        raise CheckError(f"cannot restore the original test files:\n{tail(put.output)}")
+    try:
+        yield changed
+    finally:
+        back = sandbox.run(f"rm -rf -- {quoted} && tar -xf {kept} && rm -f {kept}")
+        if not back.ok:
+            raise CheckError(
+                f"cannot put the candidate's test files back (kept in {kept}):\n"
+                + tail(back.output)
+            )
 
 
 def regressions(baseline: CheckReport, now: CheckReport) -> list[TestResult]:

@@ -8,7 +8,8 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - ``pgs_mode``: ``none`` (the Generator alone), ``io`` (Self-Edit), ``property``,
   ``property-min``;
 - ``pgs_verdict``: ``trajectory["pgs"]["verdict"]`` (``passed``, ``partial``, ``tests-only``,
-  ``unchecked``, ``failed``); ``unchecked`` when nothing checked the patch (``--feedback none``);
+  ``tests-changed``, ``unchecked``, ``failed``); ``unchecked`` when nothing checked the patch
+  (``--feedback none``);
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
@@ -51,7 +52,7 @@ from agent.pgs.tokens import SimpleCounter
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
 MODES = ("none", "io", "property", "property-min")
 LABELS = {"io": "io (Self-Edit)", "property-min": "property-min (PGS)"}
-VERDICTS = ("passed", "partial", "tests-only", "unchecked", "failed")
+VERDICTS = ("passed", "partial", "tests-only", "tests-changed", "unchecked", "failed")
 #: The keys :func:`prediction_fields` adds to a prediction (all of them since the first).
 FIELDS = ("pgs_mode", "pgs_verdict", "pgs_rounds", "pgs_feedback_tokens", "cost")
 #: The ablation setting's keys beside ``pgs_mode``, by :class:`Ablation` field.

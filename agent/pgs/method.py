@@ -3,15 +3,21 @@ the repository's related tests; the smallest failing case becomes the next round
 
 Per submission (:meth:`PGS.review`):
 
-1. back to the original code (the candidate is kept aside);
+0. the Tester's property files are put back as the host keeps them (:mod:`agent.pgs.guard`):
+   whatever the Generator did to them is undone and recorded (the round's ``tampered``);
+1. back to the original code, the base commit pinned when the sandbox was ready (the
+   candidate is kept aside);
 2. first round: the Tester writes properties; they are validated on the original code
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
    one more turn with the validation report's lines (``tester_retries``);
 3. the related repository tests (or ``--test-cmd``) get a baseline on the original code
    (cached per test file, and per command);
-4. the candidate is re-applied and checked: kept properties + related tests, one pytest run,
-   with fresh inputs: the n-th check (or validation) of a run draws them with its own
-   Hypothesis seed, derived from the run's seed (:meth:`PGS.seed_for`) and recorded;
+4. the candidate is re-applied and checked: kept properties + related tests, with fresh
+   inputs (the n-th check or validation of a run draws them with its own Hypothesis seed,
+   derived from the run's seed, :meth:`PGS.seed_for`, and recorded), the test files
+   (conftest.py, pytest configuration) as they are at the base commit
+   (:func:`~agent.pgs.check.original_tests`); what the patch changed among them is recorded
+   (the round's ``tests_changed``);
 5. all pass → before accepting, while feedback rounds remain, the Tester looks for new rules
    once more (``fresh_probes``; it never sees the patch) and the candidate meets those too;
 6. a failure → ONE failure is selected (``--feedback`` mode) and rendered, until ``rounds``
@@ -22,8 +28,11 @@ on the original code passes on the patch and nothing newly fails; ``partial`` wh
 but fewer than half of the related test files ran (a time budget cut the rest); ``tests-only``
 when no issue property took part but the related tests (or regression properties) ran and
 pass; ``unchecked`` when nothing ran; ``failed`` otherwise. Every reason says how much of the
-check ran (:class:`~agent.pgs.report.Coverage`). A diff left when a limit ends the run is
-checked too (:meth:`PGS.final_check`), so no patch leaves unchecked.
+check ran (:class:`~agent.pgs.report.Coverage`). A patch that changes a test file the check
+relies on is ``tests-changed`` where it would have been ``passed``, ``partial`` or
+``tests-only`` (:func:`flagged`), and the reason names the files, as it names the property
+files the Generator changed. A diff left when a limit ends the run is checked too
+(:meth:`PGS.final_check`), so no patch leaves unchecked.
 
 The sandbox is left with the candidate applied, so the Generator goes on from its own state.
 """
@@ -42,7 +51,7 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelError
 from agent.pgs.baseline import Baseline
-from agent.pgs.check import check_candidate
+from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.feedback import (
     IO_TEMPLATE,
     PROPERTY_TEMPLATE,
@@ -50,10 +59,12 @@ from agent.pgs.feedback import (
     render_feedback,
     select_failure,
 )
+from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
 from agent.pgs.records import (
     Ablation,
     DroppedProperty,
     FeedbackMode,
+    GuardedChange,
     PGSRecord,
     ProbeRecord,
     RoundRecord,
@@ -64,7 +75,7 @@ from agent.pgs.records import (
     ValidationRecord,
     Verdict,
 )
-from agent.pgs.related import changed_files, related_tests
+from agent.pgs.related import changed_files, is_test_file, related_tests
 from agent.pgs.report import PARTIAL_BELOW, CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
@@ -199,6 +210,34 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     return "unchecked", f"nothing ran: no property and no related repository test{cut}"
 
 
+def flagged(
+    verdict: Verdict,
+    why: str,
+    *,
+    tests_changed: list[GuardedChange],
+    tampered: list[GuardedChange],
+) -> tuple[Verdict, str]:
+    """:func:`judge`'s verdict with what the check did not take from the working tree:
+    ``tests-changed`` instead of ``passed``, ``partial`` or ``tests-only`` when the patch
+    changes a test file the check relies on; the reason names those files and the property files the
+    Generator changed (the check ran the base commit's and the Tester's versions)."""
+    if tests_changed:
+        files = describe(tests_changed)
+        if verdict in ("passed", "partial", "tests-only"):
+            verdict, why = (
+                "tests-changed",
+                (
+                    f"the patch changes test files the check relies on: {files}; the check ran "
+                    f"them as at the base commit, where {why}"
+                ),
+            )
+        else:
+            why += f"; the patch also changes {files} (the check ran the base commit's version)"
+    if tampered:
+        why += f"; the Generator changed {describe(tampered)}; the check ran the Tester's version"
+    return verdict, why
+
+
 class PGS:
     """The :class:`~agent.core.loop.Reviewer` that runs PGS rounds."""
 
@@ -214,6 +253,7 @@ class PGS:
         problem_statement: str,
         function_calling: bool = True,
         status: Callable[[str], None] = lambda _: None,
+        base: str = "HEAD",
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -227,6 +267,10 @@ class PGS:
         self.check_settings = config.check.model_copy(
             update={"test_cmd": config.test_cmd, "shrink": shrinks(config)}
         )
+        #: The original code: the sandbox's commit once it was ready (never ``HEAD``, which
+        #: the Generator can move).
+        self.base = base
+        self.guard = PropertyGuard(config.tester.properties_dir, self.check_settings.python)
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []
         #: Kept issue properties that failed on the original code (all of them, when filtering).
@@ -249,6 +293,8 @@ class PGS:
         if config.fresh_inputs:
             self.record.seed = config.seed if config.seed is not None else secrets.randbelow(2**31)
         self._record_tokenizer(counter)
+        if base != "HEAD":
+            self.record.base_commit = base
         self._sync()
 
     def _record_tokenizer(self, counter: TokenCounter) -> None:
@@ -287,12 +333,12 @@ class PGS:
 
     def _review(self, round_record: RoundRecord, patch: str) -> str | None:
         self.status(f"checking candidate {round_record.round}")
-        report = self.check(patch)
+        report = self.check(patch, round_record)
         while not report.failures() and not report.errors and self._may_probe():
             self.status("every check passes; the Tester looks for new rules")
             if not self.probe(round_record):
                 break
-            report = self.check(patch)
+            report = self.check(patch, round_record)
         self._record_report(round_record, report)
         if not report.failures() and not report.errors:
             return None
@@ -314,6 +360,7 @@ class PGS:
             rerun=self.rerun_command(selection.result),
         )
         round_record.selection = SelectionRecord.model_validate(selection.model_dump())
+        message += self._guard_note(round_record)
         round_record.feedback = message
         return message
 
@@ -327,7 +374,7 @@ class PGS:
                 return
             self.status("checking the diff the run ended with")
             try:
-                report = self.check(patch)
+                report = self.check(patch, round_record)
             except Exception as e:  # the run's result must survive a failed last check
                 logger.warning("could not check the final diff: %s", e)
                 self._set_verdict(round_record, "unchecked", f"the check could not run: {e}")
@@ -357,7 +404,43 @@ class PGS:
         round_record.seed = self.check_seed
         round_record.failures = len(report.failures())
         verdict, why = judge(report, self.shows_bug)
+        verdict, why = flagged(
+            verdict,
+            why,
+            tests_changed=round_record.tests_changed,
+            tampered=round_record.tampered,
+        )
         self._set_verdict(round_record, verdict, why)
+
+    @staticmethod
+    def _guard_note(round_record: RoundRecord) -> str:
+        """What the feedback tells the Generator about the files the check did not take
+        from its working tree."""
+        note = ""
+        if round_record.tampered:
+            note += (
+                "\n\nNote: the property files are the Tester's; the check put them back and "
+                f"ran them as the Tester wrote them ({describe(round_record.tampered)})."
+            )
+        if round_record.tests_changed:
+            note += (
+                "\n\nNote: the check runs the repository's tests as they are at the base "
+                "commit; your changes to them do not count "
+                f"({describe(round_record.tests_changed)})."
+            )
+        return note
+
+    def restore_properties(self, round_record: RoundRecord | None) -> list[GuardedChange]:
+        """The Tester's property files (and the plugin folder) put back as the host keeps
+        them; what the Generator had changed goes into ``round_record``."""
+        changes = self.guard.restore(self.sandbox)
+        if changes:
+            logger.warning("the Generator changed the properties: %s", describe(changes))
+        if changes and round_record is not None:
+            seen = {(c.path, c.change) for c in round_record.tampered}
+            round_record.tampered += [c for c in changes if (c.path, c.change) not in seen]
+            self._sync()
+        return changes
 
     def _set_verdict(self, round_record: RoundRecord, verdict: Verdict, why: str) -> None:
         round_record.verdict = verdict
@@ -380,28 +463,38 @@ class PGS:
 
     # -- the steps ----------------------------------------------------------------------------
 
-    def check(self, patch: str) -> CheckReport:
+    def check(self, patch: str, round_record: RoundRecord | None = None) -> CheckReport:
+        """Check ``patch`` (the Tester's properties restored first, the original code's tests);
+        the sandbox is left with the candidate applied. What the Generator did to the property
+        files and what the patch changed among the test files go into ``round_record``."""
         box = self.sandbox
-        box.write_file(CANDIDATE, patch)
-        restore_original(box, keep=self.config.tester.properties_dir)
-        install_plugin(box)
+        self.restore_properties(round_record)
+        restore_original(box, keep=self.config.tester.properties_dir, base=self.base)
         if self.properties is None:
             self.write_and_validate_properties()
         repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))
         baseline = self.baseline(repo_tests)
         if patch.strip():
+            box.write_file(CANDIDATE, patch)
             applied = box.run(f"git apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
             if not applied.ok:
                 raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
         settings = self._next_settings()
         self.check_seed = settings.seed
-        return check_candidate(
-            box,
-            properties=self.kept,
-            repo_tests=repo_tests,
-            baseline=baseline,
-            settings=settings,
-        )
+        # With --test-cmd the files it runs are unknown: the test files the patch changes stand in.
+        tests = repo_tests or [f for f in changed_files(patch) if is_test_file(f)]
+        with original_tests(box, self.base, [*self.kept, *tests], tests=tests) as changed:
+            report = check_candidate(
+                box,
+                properties=self.kept,
+                repo_tests=repo_tests,
+                baseline=baseline,
+                settings=settings,
+            )
+        if round_record is not None and changed:
+            seen = {c.path for c in round_record.tests_changed}
+            round_record.tests_changed += [c for c in changed if c.path not in seen]
+        return report
 
     def write_and_validate_properties(self) -> None:
         """The Tester's first set (none in io mode: Self-Edit has no Tester), validated; while
@@ -425,8 +518,8 @@ class PGS:
         kept property. The candidate is aside (original code) while it works."""
         self.probes += 1
         before = set(self.kept)
-        restore_original(self.sandbox, keep=self.config.tester.properties_dir)
-        install_plugin(self.sandbox)
+        self.restore_properties(round_record)
+        restore_original(self.sandbox, keep=self.config.tester.properties_dir, base=self.base)
         self.tester_turn("probe", note=self._probe_note())
         added = [n for n in self.kept if n not in before]
         round_record.probes.append(ProbeRecord(new_kept=added))
@@ -464,11 +557,16 @@ class PGS:
                 self.problem,
                 function_calling=self.function_calling,
                 note=note,
+                base=self.base,
             )
+            self.guard.take(self.sandbox)  # from now on, these are the properties
+            self.guard.restore(self.sandbox)  # and only these (no .pgs/conftest.py, own plugin)
         except ModelError as e:
             logger.warning("the Tester failed (%s); checking with what there is", e)
             self.record.tester_error = str(e)
             self.properties = self.properties or {}
+            self.guard.restore(self.sandbox)  # the last set the host kept, nothing half-written
+        self.record.property_sha256 = self.guard.sha256()
         self.validate()
         validation = self.record.validation or ValidationRecord()
         turns.append(
@@ -559,20 +657,26 @@ class PGS:
         the command, runs once per run."""
         if not repo_tests and not self.check_settings.test_cmd:
             return None
-        return self.baselines.ensure(self.sandbox, "HEAD", repo_tests, settings=self.check_settings)
+        return self.baselines.ensure(
+            self.sandbox, self.base, repo_tests, settings=self.check_settings
+        )
 
     def properties_patch(self) -> str:
-        """The kept property files as a patch adding them under tests/pgs_properties/."""
+        """The kept property files, as the Tester wrote them (restored first, whatever the
+        Generator did to them), as a patch adding them under tests/pgs_properties/."""
         if not self.properties:
             return ""
+        self.restore_properties(self.record.rounds[-1] if self.record.rounds else None)
+        self._save()
         kept_files = {nodeid.split("::", 1)[0] for nodeid in self.kept}
         src = self.config.tester.properties_dir
         paths = " ".join(shlex.quote(p) for p in sorted(kept_files))
+        base = shlex.quote(self.base)
         if not paths:
             return ""
         result = self.sandbox.run(
             'idx=$(mktemp) && rm -f "$idx" && export GIT_INDEX_FILE="$idx" && '
-            f"git read-tree HEAD && git add -f -- {paths} && "
-            f'git diff --cached HEAD -- {paths}; rm -f "$idx"'
+            f"{SAFE_GIT} read-tree {base} && {SAFE_GIT} add -f -- {paths} && "
+            f'{SAFE_GIT} diff --cached {base} -- {paths}; rm -f "$idx"'
         )
         return result.output.replace(f"{src}/", "tests/pgs_properties/")

@@ -9,6 +9,8 @@ models existed, key for key:
 - ``ablation``: the run's full ablation setting (:class:`Ablation`; left out by runs written
   before it existed, whose setting :func:`agent.pgs.compare.ablation_of` derives);
 - ``tokenizer`` (:class:`TokenizerRecord`) and ``seed``, in runs since they were added;
+- ``base_commit``: the original code's commit; ``property_sha256``: the hashes of the files the
+  Tester left (both only once known);
 - ``properties``: ``{path: text}`` of the Tester's last set;
 - ``validation``: the last set on the original code (:class:`ValidationRecord`);
 - ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
@@ -40,8 +42,9 @@ from agent.pgs.report import CheckReport, FailingInput, TestResult
 
 FeedbackMode = Literal["none", "io", "property", "property-min"]
 #: Best first. ``partial``: ``passed`` on fewer than half of the related test files
-#: (:data:`agent.pgs.report.PARTIAL_BELOW`).
-Verdict = Literal["passed", "partial", "tests-only", "unchecked", "failed"]
+#: (:data:`agent.pgs.report.PARTIAL_BELOW`); ``tests-changed``: the patch changes a test file
+#: the check relies on (which ran as at the base commit).
+Verdict = Literal["passed", "partial", "tests-only", "tests-changed", "unchecked", "failed"]
 #: The keys of the Tester's conversations in a record: ``tester``, ``tester_2``, ...
 CONVERSATION_KEY = re.compile(r"tester(_\d+)?")
 
@@ -133,6 +136,17 @@ class SelectionRecord(Record):
     issue_example: str | None = None
 
 
+class GuardedChange(Record):
+    """A file the check relies on that the Generator (or its patch) changed, and what it did:
+    a property file (``edited``, ``deleted``, ``added``, ``mode 644 -> 600``, ``replaced by a
+    symlink``, ...) or a repository test file, conftest.py or pytest configuration
+    (``modified``, ``deleted``, ``added``). The check ran the Tester's or the base commit's
+    version instead (:mod:`agent.pgs.guard`)."""
+
+    path: str = ""
+    change: str = ""
+
+
 class RoundRecord(Record):
     """One checked candidate: its patch, the check's report and verdict, the feedback sent."""
 
@@ -145,6 +159,8 @@ class RoundRecord(Record):
         "selection",
         "feedback",
         "seed",
+        "tampered",
+        "tests_changed",
     )
     round: int = Field(0, description="1 for the first candidate")
     patch: str = ""
@@ -157,6 +173,16 @@ class RoundRecord(Record):
     feedback: str | None = Field(None, description="the message sent to the Generator")
     seed: int | None = Field(
         None, description="the Hypothesis seed of the recorded check (None: derandomised)"
+    )
+    tampered: list[GuardedChange] = Field(
+        default_factory=list,
+        description="what the Generator did to the Tester's property files (or the plugin "
+        "folder) since the Tester's last turn; the check ran the Tester's version",
+    )
+    tests_changed: list[GuardedChange] = Field(
+        default_factory=list,
+        description="repository test files (conftest.py, pytest configuration) the check "
+        "relies on that the candidate changes; the check ran them as at the base commit",
     )
 
 
@@ -209,12 +235,27 @@ class Ablation(Record):
 class PGSRecord(Record):
     """Everything PGS did in one run (the trajectory's ``pgs`` key)."""
 
-    omitted_when_empty = ("tester_error", "ablation", "tokenizer", "seed")
+    omitted_when_empty = (
+        "tester_error",
+        "ablation",
+        "tokenizer",
+        "seed",
+        "base_commit",
+        "property_sha256",
+    )
     mode: FeedbackMode = "none"
     ablation: Ablation | None = Field(None, description="the run's full ablation setting")
     rounds: list[RoundRecord] = Field(default_factory=list)
     properties: dict[str, str] | None = Field(
         None, description="{path: text} of the Tester's last set (None: never recorded)"
+    )
+    property_sha256: dict[str, str] | None = Field(
+        None,
+        description="{path: sha256} of every file the Tester left in the properties folder: "
+        "what each check restores and runs",
+    )
+    base_commit: str | None = Field(
+        None, description="the sandbox's base commit: the original code of every check"
     )
     validation: ValidationRecord | None = None
     tester_turns: list[TesterTurn] = Field(default_factory=list)

@@ -18,6 +18,7 @@ from agent.core.prompts import default_prompt
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model
+from agent.pgs.guard import SAFE_GIT
 from agent.pgs.records import TesterConversation
 from envs.sandbox import Sandbox
 
@@ -61,11 +62,13 @@ def run_tester(
     *,
     function_calling: bool = True,
     note: str = "",
+    base: str = "HEAD",
 ) -> dict[str, str]:
     """Let the Tester write its properties; returns {path: text} of the property files.
 
     ``note`` follows the issue in the Tester's first message (a later turn's reason: the
-    validation report of its first set, or the rules already written).
+    validation report of its first set, or the rules already written). ``base``: the
+    original code's commit, restored when the Tester ends.
     """
     instance = config.instance_template
     if note:
@@ -84,16 +87,18 @@ def run_tester(
     try:
         tester.run(problem_statement)
     finally:
-        restore_original(sandbox, keep=config.properties_dir)
+        restore_original(sandbox, keep=config.properties_dir, base=base)
     return read_properties(sandbox, config.properties_dir)
 
 
-def restore_original(sandbox: Sandbox, *, keep: str) -> None:
-    """Back to the original commit; the scratch folder (with the properties) survives."""
+def restore_original(sandbox: Sandbox, *, keep: str, base: str = "HEAD") -> None:
+    """Back to the original commit ``base`` (the pinned SHA: a commit, checkout or reset by the
+    Generator moves ``HEAD``, never ``base``), index included; the scratch folder (with the
+    properties) survives. Untracked files go; ignored ones (build outputs) stay."""
     scratch = keep.split("/", 1)[0]
     result = sandbox.run(
-        f"git checkout -q -- . && git clean -qfd -e {shlex.quote(scratch)} && "
-        f"mkdir -p {shlex.quote(keep)}"
+        f"{SAFE_GIT} reset -q --hard {shlex.quote(base)} && "
+        f"{SAFE_GIT} clean -qfd -e {shlex.quote(scratch)} && mkdir -p {shlex.quote(keep)}"
     )
     if not result.ok:
         raise RuntimeError(f"could not restore the original code: {result.output[-1000:]}")

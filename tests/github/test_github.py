@@ -597,6 +597,38 @@ def test_pgs_checked_patch_opens_a_pr_listing_the_properties(
     assert "Fixes #7" in body and "cost $" in body
 
 
+@pytest.mark.docker
+def test_open_pr_refuses_a_patch_that_changes_a_test_the_check_relies_on_without_force(
+    fake: FakeGitHub,
+    bare: Path,
+    docker_client: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The right fix, plus an edit of the related repository test: the check ran the base
+    commit's test (it passes), the verdict is tests-changed; no pull request."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    edit_test = bash(
+        "sed -i 's/def test_shout_adds_one_bang/def test_shout_bangs/' tests/test_textutil.py"
+    )
+    # Generator; the Tester's first turn, then its fresh probe (nothing new).
+    script = [VIEW, FIX, edit_test, SUBMIT, *TESTER_STEPS, *TESTER_STEPS]
+    code, _, stderr, _ = run_cli(
+        capsys, script, *argv(issue_url(fake), "--open-pr", out=tmp_path / "out")
+    )
+
+    assert code == 1, stderr
+    assert "verdict: tests-changed" in stderr
+    assert (
+        "pgs: error: no pull request opened: the PGS verdict is tests-changed, not passed (the "
+        "patch changes test files the check relies on: tests/test_textutil.py (modified); the "
+        "check ran them as at the base commit, where 1 issue property" in stderr
+    )
+    assert "pass --force anyway" in stderr
+    assert only_gets(fake) and branches(bare) == ["main"]
+
+
 #: A Tester turn whose property lacks the pgs marks: validation drops it.
 UNMARKED_STEPS = [
     call(

@@ -58,6 +58,17 @@ def record_shape(pgs: dict[str, Any]) -> Any:
     return key_shape(flat)
 
 
+def shape_holds(new: Any, old: Any) -> bool:
+    """Every key of the shape ``old`` is in ``new``, at every depth."""
+    if isinstance(old, dict):
+        return isinstance(new, dict) and all(
+            k in new and shape_holds(new[k], v) for k, v in old.items()
+        )
+    if isinstance(old, list) and old:
+        return isinstance(new, list) and bool(new) and shape_holds(new[0], old[0])
+    return True
+
+
 def key_shape(value: Any) -> Any:
     """The keys of every dict, at every depth (lists by the union of their items' shapes)."""
     if isinstance(value, dict):
@@ -187,7 +198,8 @@ def test_a_new_run_writes_the_keys_the_old_code_wrote(tmp_path: Path) -> None:
 
     assert main(["demo", "--output-dir", str(tmp_path)]) == 0
     new = json.loads((tmp_path / "stats__issue" / "stats__issue.traj").read_text())["pgs"]
-    # Added since the old demo: the full ablation setting (docs/pgs.md, "Ablations").
+    # Added since the old demo: the full ablation setting (docs/pgs.md, "Ablations"), the
+    # pinned base commit and the hashes of the Tester's files (issue 20).
     assert new["ablation"] == {
         "mode": "property-min",
         "rounds": 5,
@@ -195,8 +207,9 @@ def test_a_new_run_writes_the_keys_the_old_code_wrote(tmp_path: Path) -> None:
         "fresh_probes": 1,
         "shrink": True,
     }
-    since = {k: v for k, v in new.items() if k != "ablation"}
-    assert record_shape(since) == record_shape(old_trajectory()["pgs"])
+    assert len(new["base_commit"]) == 40 and new["property_sha256"]
+    # Every key the old code wrote is still written, at every depth (new ones may be added).
+    assert shape_holds(record_shape(new), record_shape(old_trajectory()["pgs"]))
     record = PGSRecord.model_validate(new)
     assert record.verdict == "passed" and len(record.feedback_rounds()) == 1
     assert json.dumps(record.model_dump(mode="json")) == json.dumps(new)
