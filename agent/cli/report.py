@@ -102,7 +102,7 @@ def print_comparison(result: dict[str, Any], title: str = "ablation settings sid
         )
     out = Console(highlight=False)
     if not out.is_terminal:  # a log file: never wrapped
-        out = Console(highlight=False, width=200)
+        out = Console(highlight=False, width=320)
     out.print(table)
     for run in result["runs"]:
         report = run["eval_report"] or "no eval report (resolved: -)"
