@@ -18,11 +18,13 @@ from envs.errors import SandboxClosed, SandboxError
 from envs.local import LocalSandbox
 from envs.sandbox import Sandbox
 
-#: Writes to the stdout of every helper process the command can see (its parent, today); the
-#: pattern does not match this command's own text.
+#: Writes to the stdout of this command's own helper: the nearest ancestor that is a helper
+#: (never another sandbox's, nor a helper of another run on this machine); the pattern does
+#: not match this command's own text.
 TO_HELPER = (
-    "for p in /proc/[0-9]*; do grep -qs 'pgs_helpe[r]' $p/cmdline && "
-    "{ %s > $p/fd/1; } 2>/dev/null; done; echo command-done"
+    "p=$$; while [ \"$p\" -gt 1 ]; do "
+    "if grep -qs 'pgs_helpe[r]' /proc/$p/cmdline; then { %s > /proc/$p/fd/1; } 2>/dev/null; "
+    "break; fi; p=$(cut -d' ' -f4 /proc/$p/stat); done; echo command-done"
 )
 
 
