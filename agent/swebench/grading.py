@@ -17,6 +17,7 @@ the repository, its rules), and its parsers by name with ``get_eval_tests_report
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,22 +33,14 @@ APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 APPLY_PATCH_PASS = ">>>>> Applied Patch"
 HEREDOC = "EOF_114329324912"
 #: How a failed name resolution or a refused connection reads in a test log, whatever the
-#: library (socket, urllib3, requests, httpx, aiohttp): the tests needed a service this run
-#: could not reach.
-NETWORK_SIGNS = (
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "No address associated with hostname",
-    "nodename nor servname provided",
-    "getaddrinfo failed",
-    "NameResolutionError",
-    "Failed to resolve",
-    "Could not resolve host",
-    "Connection refused",
-    "ConnectionRefusedError",
-    "[Errno 111]",
-    "Failed to establish a new connection",
-    "Network is unreachable",
+#: library (socket, urllib3, requests, httpx, curl): the error as raised or printed, not a bare
+#: name (pytest's own tests print the builtins, ``ConnectionRefusedError`` among them).
+NETWORK_SIGNS = re.compile(
+    r"\[Errno -?\d+\] (?:Temporary failure in name resolution|Name or service not known"
+    r"|No address associated with hostname|nodename nor servname provided)"
+    r"|\[Errno (?:111|61|10061)\] Connection refused|ConnectionRefusedError: |NameResolutionError"
+    r"|getaddrinfo failed|Failed to establish a new connection|Could not resolve host"
+    r"|\[Errno 101\] Network is unreachable"
 )
 
 
@@ -216,9 +209,10 @@ def network_failure(log: str, *, network: bool = False) -> str | None:
     did not resolve, so a passing test that expects a refusal does not count."""
     section = log.split(START_TEST_OUTPUT, 1)[-1].split(END_TEST_OUTPUT, 1)[0]
     for line in section.splitlines():
-        sign = next((s for s in NETWORK_SIGNS if s in line), None)
-        if sign is None:
+        found = NETWORK_SIGNS.search(line)
+        if found is None:
             continue
+        sign = found.group(0).strip(": ")
         where = "with --network" if network else "the network is off here (--network turns it on)"
         return (
             f"tests need a service this run could not reach ({sign}; {where}): "

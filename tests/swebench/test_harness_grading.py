@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from agent.swebench.evaluate import _apply, apply_commands
+from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
 from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
 
 I1, I2 = "acme__textkit-1", "acme__textkit-2"
@@ -180,3 +181,20 @@ def test_tests_failing_by_a_refused_connection_are_not_checkable_here(
     report = report_of(tmp_path, I1)
     assert report["not_checkable"] == reason and not report["resolved"]
     assert "not checkable here: acme__textkit-1" in capsys.readouterr().err
+
+
+def test_a_log_that_only_names_a_network_error_stays_checkable() -> None:
+    # pytest's own tests print the builtins (as pytest-dev__pytest-6197's log does): a name
+    # is not a failure, and the instance stays unresolved, as the official harness grades it.
+    log = (
+        f"{START_TEST_OUTPUT}\n"
+        "<ParsedCall 'pytest_pycollect_makeitem'(**{'obj': {'ConnectionRefusedError': "
+        "<class 'ConnectionRefusedError'>}})>\n"
+        "FAILED testing/test_collection.py::test_collect_pyargs_with_testpaths - AssertionError\n"
+        f"{END_TEST_OUTPUT}\n"
+    )
+    assert network_failure(log) is None
+    refused = log.replace(
+        "AssertionError", "ConnectionRefusedError: [Errno 111] Connection refused"
+    )
+    assert "Connection refused" in (network_failure(refused) or "")
