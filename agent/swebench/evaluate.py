@@ -384,10 +384,12 @@ def evaluate(
                     )
                     executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
                 else:
-                    detached = functools.partial(
-                        evaluate_detached, timeout=timeout, network=network, commands=commands
+                    # A plain function and its arguments: Ray's remote wraps functions only.
+                    executor.submit(
+                        i.instance_id,
+                        evaluate_detached,
+                        *(i, prediction, envs, timeout, network, commands),
                     )
-                    executor.submit(i.instance_id, detached, i, prediction, envs)
             for done in executor.wait(0.25):
                 outcome = _landed(done, report_dir)
                 outcomes.append(outcome)
