@@ -36,6 +36,7 @@ import functools
 import importlib.util
 import json
 import re
+import shlex
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -63,6 +64,9 @@ from envs.errors import EnvError
 
 #: Where the cloud harness (swebench's Modal one, behind sb-cli) runs its patch commands.
 CLOUD_COMMAND = re.compile(r"cd /testbed && ((?:git apply|patch) [^\"']*?) /tmp/patch\.diff")
+#: Subjects of the commit that holds an image's setup changes: pgs's
+#: (:func:`envs.images.common.finish_repo_steps`) and the current harness's.
+SETUP_COMMITS = ("pgs: changes made by the environment setup", "SWE-bench")
 #: The report of an empty patch: not run (the harness's ``empty_patch_ids``), not resolved.
 EMPTY_REPORT: dict[str, Any] = {
     "patch_is_None": False,
@@ -199,7 +203,9 @@ def evaluate_one(
         )
         with DockerSandbox(config, run_id=envs.run_id) as box:
             box.write_file("/tmp/patch.diff", patch)  # as the harness writes it, byte for byte
+            reverted = _before_setup(box)
             applied, apply_output = _apply(box, chain)
+            apply_output = reverted + apply_output
             if applied:
                 log = f"{APPLY_PATCH_PASS}:\n{apply_output}\n"
                 box.write_file("/eval.sh", script, mode=0o755)
@@ -277,6 +283,28 @@ def evaluate_detached(
             if p.is_file()
         }
     return outcome, files
+
+
+def _before_setup(box: Any) -> str:
+    """A patch that carries the setup changes (made in a published image that left them in the
+    work tree) goes onto the tree before the setup commit, as the official evaluation applied
+    such patches (measured: bench/agreement.py, docs/environments.md); the setup commit's files
+    are checked out as they were before it. Only when the patch applies there and not on HEAD;
+    a note for the log, or ""."""
+    head = box.run("git log -1 --format=%s HEAD")
+    if not head.ok or head.output.strip() not in SETUP_COMMITS:
+        return ""
+    if box.run("git apply --check /tmp/patch.diff").ok:
+        return ""
+    files = box.run("git diff --name-only HEAD~1 HEAD").output.split()
+    if not files:
+        return ""
+    quoted = " ".join(shlex.quote(f) for f in files)
+    box.run(f"git checkout HEAD~1 -- {quoted}")
+    if box.run("git apply --check /tmp/patch.diff").ok:
+        return f"The patch carries the setup changes: {', '.join(files)} as before the setup.\n"
+    box.run(f"git checkout HEAD -- {quoted}")
+    return ""
 
 
 def _apply(box: Any, commands: tuple[str, ...]) -> tuple[bool, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.swebench.evaluate import _apply, apply_commands
+from agent.swebench.evaluate import _apply, _before_setup, apply_commands
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
 from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
 
@@ -90,7 +90,8 @@ def checkout(tmp_path: Path, *, setup_committed: bool) -> Checkout:
     subprocess.run([*git, "commit", "-qm", "base"], cwd=root, check=True, env=ENV)
     (root / "p.toml").write_text('a\nrequires = ["setuptools==68.0.0",\nc\n')  # the setup's sed
     if setup_committed:
-        subprocess.run([*git, "commit", "-qam", "SWE-bench"], cwd=root, check=True, env=ENV)
+        message = "pgs: changes made by the environment setup"
+        subprocess.run([*git, "commit", "-qam", message], cwd=root, check=True, env=ENV)
     (tmp_path / "patch.diff").write_text(SETUP_AND_FIX)
     return Checkout(root)
 
@@ -126,6 +127,29 @@ def test_the_cloud_harness_s_commands_keep_the_fix(tmp_path: Path) -> None:
     # Without the `--reject` step, `patch --batch` reverses only the setup change.
     assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
     assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools",\nc\n'
+
+
+def test_a_patch_carrying_the_setup_changes_goes_onto_the_tree_before_the_setup(
+    tmp_path: Path,
+) -> None:
+    # As the official evaluation applied such patches (sphinx-7440: the fix and `pytest -rA`
+    # in, every official status reproduced), not reversed by `patch --batch`.
+    box = checkout(tmp_path, setup_committed=True)
+    note = _before_setup(box)
+    applied, _ = _apply(box, apply_commands())
+    assert "carries the setup changes: p.toml" in note and applied
+    assert box.ran[-1] == "git apply --verbose /tmp/patch.diff"
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools==68.0.0",\nc\n'
+
+
+def test_a_patch_without_the_setup_changes_keeps_them(tmp_path: Path) -> None:
+    box = checkout(tmp_path, setup_committed=True)
+    (tmp_path / "patch.diff").write_text(SETUP_AND_FIX[SETUP_AND_FIX.index("diff --git a/s.py") :])
+    assert _before_setup(box) == ""
+    assert _apply(box, apply_commands())[0]
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools==68.0.0",\nc\n'
 
 
 def test_a_patch_no_command_applies_is_refused_with_git_s_reason(tmp_path: Path) -> None:
