@@ -5,7 +5,10 @@ the model patch, written as the harness writes it, is applied with the installed
 commands, read at run time (:func:`apply_commands`): ``run_evaluation.GIT_APPLY_CMDS`` (the
 harness run on Docker: tried in order in the same tree, the first that exits 0 wins), or with
 ``commands="cloud"`` the two commands of its Modal harness (``git apply -v``, then ``patch
---batch --fuzz=5 -p1 -i``), the one sb-cli reports come from. The instance's evaluation script
+--batch --fuzz=5 -p1 -i``), the one sb-cli reports come from. A patch that carries the
+image's setup changes (made in a published image that left them in the work tree) goes onto the
+tree before the setup commit, as the official evaluation applied such patches
+(:func:`_before_setup`). The instance's evaluation script
 applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
 and rules grade the log. Output, in the harness's layout under ``--report-dir``:
 ``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
