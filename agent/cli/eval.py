@@ -44,6 +44,19 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--run-id", help="name of this evaluation (default: the time)")
     parser.add_argument(
+        "--network",
+        action="store_true",
+        help="give the evaluation containers network access, so tests that need the internet "
+        "can pass (off by default: such tests are reported as not checkable here)",
+    )
+    parser.add_argument(
+        "--apply-commands",
+        choices=["harness", "cloud"],
+        default="harness",
+        help="how the model patch is applied, read from the installed swebench: its harness's "
+        "GIT_APPLY_CMDS (default), or its cloud (Modal, sb-cli) harness's two commands",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds for one instance's tests"
     )
     parser.set_defaults(func=cmd_eval)
@@ -126,6 +139,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
             run_id=run_id,
             on_done=on_done,
             executor=executor,
+            network=args.network,
+            commands=args.apply_commands,
         )
     print_summary(outcomes, path)
     return 0
@@ -135,7 +150,13 @@ def print_summary(outcomes: list[Outcome], path: Path) -> None:
     table = Table(title="SWE-bench evaluation", title_justify="left")
     for column in ("instance", "result", "FAIL_TO_PASS", "PASS_TO_PASS", "time", "note"):
         table.add_column(column)
-    styles = {"resolved": "green", "unresolved": "yellow", "error": "red", "empty": "dim"}
+    styles = {
+        "resolved": "green",
+        "unresolved": "yellow",
+        "not_checkable": "magenta",
+        "error": "red",
+        "empty": "dim",
+    }
     for o in outcomes:
         table.add_row(
             o.instance_id,
@@ -143,11 +164,15 @@ def print_summary(outcomes: list[Outcome], path: Path) -> None:
             o.counts("FAIL_TO_PASS"),
             o.counts("PASS_TO_PASS"),
             f"{o.seconds:.1f}s",
-            (o.error or "; ".join(o.deviations))[:80],
+            (o.error or o.reason or "; ".join(o.deviations))[:80],
         )
     out = Console(highlight=False)
     if not out.is_terminal:  # a log file: one line per instance, never wrapped
         out = Console(highlight=False, width=200)
     out.print(table)
     resolved = sum(o.kind == "resolved" for o in outcomes)
-    err.print(f"resolved {resolved}/{len(outcomes)}; report: {path}")
+    unchecked = [o for o in outcomes if o.kind == "not_checkable"]
+    for o in unchecked:
+        err.print(f"not checkable here: {o.instance_id}: {o.reason}")
+    note = f"; not checkable here {len(unchecked)}" if unchecked else ""
+    err.print(f"resolved {resolved}/{len(outcomes)}{note}; report: {path}")

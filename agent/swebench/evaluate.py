@@ -1,19 +1,32 @@
 """``pgs eval``: grade predictions the way the SWE-bench harness does, with our own images.
 
-For each prediction: a fresh container of the instance image (network off); the model patch is
-applied with the harness's chain of commands (``git apply``, ``--3way``, ``--reject``,
-``patch --fuzz``); the instance's evaluation script applies ``test_patch`` and runs the
-test command for the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser and rules grade
-the log. Output, in the harness's layout under ``--report-dir``:
+For each prediction: a fresh container of the instance image (network off unless ``network``);
+the model patch, written as the harness writes it, is applied with the installed swebench's own
+commands, read at run time (:func:`apply_commands`): ``run_evaluation.GIT_APPLY_CMDS`` (the
+harness run on Docker: tried in order in the same tree, the first that exits 0 wins), or with
+``commands="cloud"`` the two commands of its Modal harness (``git apply -v``, then ``patch
+--batch --fuzz=5 -p1 -i``), the one sb-cli reports come from. A patch that carries the
+image's setup changes (made in a published image that left them in the work tree) goes onto the
+tree before the setup commit, as the official evaluation applied such patches
+(:func:`_before_setup`). The instance's evaluation script
+applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
+and rules grade the log. Output, in the harness's layout under ``--report-dir``:
 ``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
 ``<model>.<run_id>.json`` (``resolved_ids``, ``unresolved_ids``, ``error_ids``,
 ``empty_patch_ids``, counts).
 
-As in the harness, an empty patch is not run (``empty_patch_ids``), and a patch that does not
-apply, a test run that times out or an environment failure is an error (``error_ids``). pgs adds
-to report.json, under ``error``, why a patch could not be graded ("malformed patch: ...",
-"patch does not apply: ..."), and to the summary ``errors`` and ``deviations`` (environment
-differences from the official images, e.g. a substituted Python).
+As in the harness, an empty patch is not run and is listed under ``empty_patch_ids``; pgs still
+writes its report.json (``patch_exists: false``, not resolved), so every prediction has one. A
+patch that no command applies, a test run that times out or an environment failure is an error
+(``error_ids``). pgs adds to report.json, under ``error``, why a patch could not be graded
+("malformed patch: ...", "patch does not apply: ..."), and to the summary ``errors`` and
+``deviations`` (environment differences from the official images, e.g. a substituted Python).
+
+An unresolved instance whose test output shows a failed name resolution or a refused connection
+is *not checkable here* (:func:`~agent.swebench.grading.network_failure`): its tests needed a
+service this run could not reach, so the label says nothing about the patch. It is listed under
+``not_checkable_ids`` with the reason in ``not_checkable`` (as the harness lists ``error_ids``),
+never under ``unresolved_ids``; its report.json carries the reason under ``not_checkable``.
 
 Where predictions are graded is an :class:`~agent.swebench.executors.Executor`: threads here (the
 default), or Ray tasks (``--executor ray``) that grade in a scratch folder on their node
@@ -23,7 +36,10 @@ default), or Ray tasks (``--executor ray``) that grade in a scratch folder on th
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
+import re
+import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,16 +61,22 @@ from agent.swebench.executors import (
     Executor,
     LocalExecutor,
 )
+from agent.swebench.grading import network_failure
 from envs import scratch
 from envs.errors import EnvError
 
-#: The harness's patch commands, tried in order (swebench.harness.run_evaluation).
-GIT_APPLY_CMDS = (
-    "git apply --verbose",
-    "git apply --verbose --3way",
-    "git apply --verbose --reject",
-    "patch --batch --forward --fuzz=5 -p1 -i",
-)
+#: Where the cloud harness (swebench's Modal one, behind sb-cli) runs its patch commands.
+CLOUD_COMMAND = re.compile(r"cd /testbed && ((?:git apply|patch) [^\"']*?) /tmp/patch\.diff")
+#: Subjects of the commit that holds an image's setup changes: pgs's
+#: (:func:`envs.images.common.finish_repo_steps`) and the current harness's.
+SETUP_COMMITS = ("pgs: changes made by the environment setup", "SWE-bench")
+#: The report of an empty patch: not run (the harness's ``empty_patch_ids``), not resolved.
+EMPTY_REPORT: dict[str, Any] = {
+    "patch_is_None": False,
+    "patch_exists": False,
+    "patch_successfully_applied": False,
+    "resolved": False,
+}
 MALFORMED_SIGNS = (
     "corrupt patch",
     "No valid patches in input",
@@ -70,12 +92,14 @@ class Outcome:
     """What happened to one prediction."""
 
     instance_id: str
-    #: resolved | unresolved | empty | error
+    #: resolved | unresolved | not_checkable | empty | error
     kind: str
     report: dict[str, Any] | None = None
     error: str = ""
     seconds: float = 0.0
     deviations: list[str] = field(default_factory=list)
+    #: why the tests could not be checked here (kind ``not_checkable``)
+    reason: str = ""
 
     def counts(self, key: str) -> str:
         status = ((self.report or {}).get(self.instance_id) or {}).get("tests_status") or {}
@@ -106,6 +130,32 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def apply_commands(chain: str = "harness") -> tuple[str, ...]:
+    """The installed swebench's patch commands, each taking the patch file as its last word:
+    ``harness`` is ``swebench.harness.run_evaluation.GIT_APPLY_CMDS``; ``cloud`` the commands
+    its Modal harness runs (read from that module's source, which imports ``modal``)."""
+    try:
+        if chain == "harness":
+            from swebench.harness.run_evaluation import GIT_APPLY_CMDS
+
+            return tuple(GIT_APPLY_CMDS)
+        spec = importlib.util.find_spec("swebench.harness.modal_eval.run_evaluation_modal")
+    except ImportError:
+        raise InstanceError(
+            "grading needs the swebench package: pip install 'pgs-agent[swebench]'"
+        ) from None
+    if chain != "cloud":
+        raise InstanceError(f"unknown patch commands {chain!r}: harness or cloud")
+    source = Path(spec.origin).read_text(encoding="utf-8") if spec and spec.origin else ""
+    found = tuple(dict.fromkeys(CLOUD_COMMAND.findall(source)))
+    if not found:
+        raise InstanceError(
+            "the installed swebench has no Modal harness whose patch commands pgs can read; "
+            "use the harness's commands (--apply-commands harness)"
+        )
+    return found
+
+
 def _malformed(patch: str) -> str | None:
     """Why ``patch`` is not a unified diff at all, or None."""
     from unidiff import PatchSet
@@ -127,6 +177,8 @@ def evaluate_one(
     report_dir: Path,
     *,
     timeout: float = 1800.0,
+    network: bool = False,
+    commands: str = "harness",
 ) -> Outcome:
     """Grade one prediction; every failure becomes an ``error`` outcome, never an exception."""
     from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
@@ -136,22 +188,27 @@ def evaluate_one(
     model = str(prediction.get("model_name_or_path") or "None").replace("/", "__")
     log_dir = report_dir / model / iid
     patch = prediction.get("model_patch")
-    if patch in ("", None):
-        return Outcome(iid, "empty", seconds=time.monotonic() - started)
-    assert isinstance(patch, str)
     log_dir.mkdir(parents=True, exist_ok=True)
-    write_atomic(log_dir / "patch.diff", patch)
+    write_atomic(log_dir / "patch.diff", patch or "")
+    if patch in ("", None):
+        report = {iid: {**EMPTY_REPORT, "patch_is_None": patch is None}}
+        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
+        return Outcome(iid, "empty", report, seconds=time.monotonic() - started)
+    assert isinstance(patch, str)
     try:
+        chain = apply_commands(commands)
         spec = envs.spec(instance)
         image = envs.image(instance)
         script = eval_script(instance, spec)
         write_atomic(log_dir / "eval.sh", script)
         config = DockerSandboxConfig(
-            image=image.tag, repo_path=TESTBED, network=False, timeout=timeout
+            image=image.tag, repo_path=TESTBED, network=network, timeout=timeout
         )
         with DockerSandbox(config, run_id=envs.run_id) as box:
-            box.write_file("/tmp/patch.diff", patch if patch.endswith("\n") else patch + "\n")
-            applied, apply_output = _apply(box)
+            box.write_file("/tmp/patch.diff", patch)  # as the harness writes it, byte for byte
+            reverted = _before_setup(box)
+            applied, apply_output = _apply(box, chain)
+            apply_output = reverted + apply_output
             if applied:
                 log = f"{APPLY_PATCH_PASS}:\n{apply_output}\n"
                 box.write_file("/eval.sh", script, mode=0o755)
@@ -169,21 +226,32 @@ def evaluate_one(
         if not applied:
             why = _malformed(patch)
             malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
-            last = apply_output.strip().splitlines()[-1:] or [""]
+            said = [
+                line
+                for line in apply_output.splitlines()
+                if line.strip() and not line.startswith(("$ ", "Failed to apply patch"))
+            ]
+            first = next((line for line in said if line.startswith("error:")), None)
+            last = first or (said[-1] if said else "")
             error = (
-                f"malformed patch: {why or last[0]}"
-                if malformed
-                else (f"patch does not apply: {last[0]}")
+                f"malformed patch: {why or last}" if malformed else f"patch does not apply: {last}"
             )
         elif timed_out:
             error = f"tests timed out after {timeout:.0f} s"
+        reason = ""
         if error:
             report[iid]["error"] = error
+        elif not report[iid]["resolved"]:
+            reason = network_failure(log, network=network) or ""
+        if reason:
+            report[iid]["not_checkable"] = reason
         if image.deviations:
             report[iid]["deviations"] = image.deviations
         write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
         kind = "error" if error else ("resolved" if report[iid]["resolved"] else "unresolved")
-        return Outcome(iid, kind, report, error, time.monotonic() - started, image.deviations)
+        kind = "not_checkable" if reason else kind
+        seconds = time.monotonic() - started
+        return Outcome(iid, kind, report, error, seconds, image.deviations, reason)
     except (EnvError, InstanceError) as e:
         error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation
@@ -197,11 +265,21 @@ def evaluate_detached(
     prediction: dict[str, Any],
     envs: Environments,
     timeout: float = 1800.0,
+    network: bool = False,
+    commands: str = "harness",
 ) -> tuple[Outcome, dict[str, str]]:
     """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
     path under the report folder): the job of an executor that does not share files."""
     with scratch.temporary_directory("pgs-eval-") as tmp:
-        outcome = evaluate_one(instance, prediction, envs, Path(tmp), timeout=timeout)
+        outcome = evaluate_one(
+            instance,
+            prediction,
+            envs,
+            Path(tmp),
+            timeout=timeout,
+            network=network,
+            commands=commands,
+        )
         files = {
             str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")
             for p in sorted(Path(tmp).rglob("*"))
@@ -210,21 +288,40 @@ def evaluate_detached(
     return outcome, files
 
 
-def _apply(box: Any) -> tuple[bool, str]:
-    """The harness's patch chain in ``/testbed``; (applied, output of the last attempt)."""
+def _before_setup(box: Any) -> str:
+    """A patch that carries the setup changes (made in a published image that left them in the
+    work tree) goes onto the tree before the setup commit, as the official evaluation applied
+    such patches (measured: bench/agreement.py, docs/environments.md); the setup commit's files
+    are checked out as they were before it. Only when the patch applies there and not on HEAD;
+    a note for the log, or ""."""
+    head = box.run("git log -1 --format=%s HEAD")
+    if not head.ok or head.output.strip() not in SETUP_COMMITS:
+        return ""
+    if box.run("git apply --check /tmp/patch.diff").ok:
+        return ""
+    files = box.run("git diff --name-only HEAD~1 HEAD").output.split()
+    if not files:
+        return ""
+    quoted = " ".join(shlex.quote(f) for f in files)
+    box.run(f"git checkout HEAD~1 -- {quoted}")
+    if box.run("git apply --check /tmp/patch.diff").ok:
+        return f"The patch carries the setup changes: {', '.join(files)} as before the setup.\n"
+    box.run(f"git checkout HEAD -- {quoted}")
+    return ""
+
+
+def _apply(box: Any, commands: tuple[str, ...]) -> tuple[bool, str]:
+    """The harness's patch commands in ``/testbed``, as its ``run_instance`` runs them: in
+    order, in the same tree (no reset between two: a partial ``--reject`` stays), the first
+    that exits 0 applied the patch; (applied, the commands' outputs)."""
     output = ""
-    for attempt, command in enumerate(GIT_APPLY_CMDS):
-        if attempt:
-            box.run("git checkout -- . ; git clean -fdq")
+    for command in commands:
         result = box.run(f"{command} /tmp/patch.diff")
-        output = result.output
+        output += f"$ {command} /tmp/patch.diff\n{result.output}"
         if result.ok:
             return True, output
-    if box.run("git apply --check --reverse /tmp/patch.diff").ok:
-        return True, "verified already applied"
-    first = box.run("git apply --verbose /tmp/patch.diff")  # the most telling message
-    box.run("git checkout -- . ; git clean -fdq")
-    return False, first.output or output
+        output += f"Failed to apply patch to container: {command}\n"
+    return False, output
 
 
 def _landed(done: Done, report_dir: Path) -> Outcome:
@@ -247,12 +344,20 @@ def summarize(
     run_id: str,
 ) -> dict[str, Any]:
     """The harness's run report (``make_run_report``'s keys), plus pgs's errors/deviations."""
-    by_kind: dict[str, list[str]] = {"resolved": [], "unresolved": [], "empty": [], "error": []}
+    by_kind: dict[str, list[str]] = {
+        "resolved": [],
+        "unresolved": [],
+        "not_checkable": [],
+        "empty": [],
+        "error": [],
+    }
     for o in outcomes:
         by_kind[o.kind].append(o.instance_id)
     ran = {o.instance_id for o in outcomes}
     completed = sorted(
-        o.instance_id for o in outcomes if o.kind in ("resolved", "unresolved") or o.report
+        o.instance_id
+        for o in outcomes
+        if o.kind in ("resolved", "unresolved", "not_checkable") or (o.report and o.kind != "empty")
     )
     return {
         "total_instances": len(instances),
@@ -262,6 +367,7 @@ def summarize(
         "unresolved_instances": len(by_kind["unresolved"]),
         "empty_patch_instances": len(by_kind["empty"]),
         "error_instances": len(by_kind["error"]),
+        "not_checkable_instances": len(by_kind["not_checkable"]),
         "completed_ids": completed,
         "incomplete_ids": sorted(i.instance_id for i in instances if i.instance_id not in ran),
         "empty_patch_ids": sorted(by_kind["empty"]),
@@ -269,9 +375,11 @@ def summarize(
         "resolved_ids": sorted(by_kind["resolved"]),
         "unresolved_ids": sorted(by_kind["unresolved"]),
         "error_ids": sorted(by_kind["error"]),
+        "not_checkable_ids": sorted(by_kind["not_checkable"]),
         "schema_version": 2,
         "run_id": run_id,
         "errors": {o.instance_id: o.error for o in outcomes if o.error},
+        "not_checkable": {o.instance_id: o.reason for o in outcomes if o.reason},
         "deviations": {o.instance_id: o.deviations for o in outcomes if o.deviations},
     }
 
@@ -287,6 +395,8 @@ def evaluate(
     run_id: str | None = None,
     on_done: Any = None,
     executor: Executor | None = None,
+    network: bool = False,
+    commands: str = "harness",
 ) -> tuple[list[Outcome], Path]:
     """Grade every prediction that has an instance; returns the outcomes and the summary path."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
@@ -300,10 +410,17 @@ def evaluate(
                 i = queue.pop()
                 prediction = predictions[i.instance_id]
                 if executor.shares_files:
-                    here = functools.partial(evaluate_one, timeout=timeout)
+                    here = functools.partial(
+                        evaluate_one, timeout=timeout, network=network, commands=commands
+                    )
                     executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
                 else:
-                    executor.submit(i.instance_id, evaluate_detached, i, prediction, envs, timeout)
+                    # A plain function and its arguments: Ray's remote wraps functions only.
+                    executor.submit(
+                        i.instance_id,
+                        evaluate_detached,
+                        *(i, prediction, envs, timeout, network, commands),
+                    )
             for done in executor.wait(0.25):
                 outcome = _landed(done, report_dir)
                 outcomes.append(outcome)

@@ -7,6 +7,9 @@ the instance (swebench 4.x's table: the spec's ``eval_commands`` before the test
 ``install`` again, ``test_patch``, its ``test_cmd`` on the test files); else, for records of the
 extension, a script of the same shape that runs the FAIL_TO_PASS and PASS_TO_PASS tests.
 
+A test run that failed for want of the network (:func:`network_failure`: a name that did not
+resolve, a connection refused) is told apart, so that it is reported as not checkable here.
+
 Grading is swebench's ``get_eval_report`` for repositories swebench knows (its log parser for
 the repository, its rules), and its parsers by name with ``get_eval_tests_report`` /
 ``get_resolution_status`` for other repositories.
@@ -14,6 +17,7 @@ the repository, its rules), and its parsers by name with ``get_eval_tests_report
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +32,16 @@ END_TEST_OUTPUT = ">>>>> End Test Output"
 APPLY_PATCH_FAIL = ">>>>> Patch Apply Failed"
 APPLY_PATCH_PASS = ">>>>> Applied Patch"
 HEREDOC = "EOF_114329324912"
+#: How a failed name resolution or a refused connection reads in a test log, whatever the
+#: library (socket, urllib3, requests, httpx, curl): the error as raised or printed, not a bare
+#: name (pytest's own tests print the builtins, ``ConnectionRefusedError`` among them).
+NETWORK_SIGNS = re.compile(
+    r"\[Errno -?\d+\] (?:Temporary failure in name resolution|Name or service not known"
+    r"|No address associated with hostname|nodename nor servname provided)"
+    r"|\[Errno (?:111|61|10061)\] Connection refused|ConnectionRefusedError: |NameResolutionError"
+    r"|getaddrinfo failed|Failed to establish a new connection|Could not resolve host"
+    r"|\[Errno 101\] Network is unreachable"
+)
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,3 +201,21 @@ def _grade_compat(
     out["resolved"] = get_resolution_status(report) == ResolvedStatus.FULL.value
     out["tests_status"] = report
     return {iid: out}
+
+
+def network_failure(log: str, *, network: bool = False) -> str | None:
+    """Why the tests in ``log`` could not be checked here, or None: the first line of the test
+    output that shows a name that did not resolve or a refused connection. Called for runs that
+    did not resolve, so a passing test that expects a refusal does not count."""
+    section = log.split(START_TEST_OUTPUT, 1)[-1].split(END_TEST_OUTPUT, 1)[0]
+    for line in section.splitlines():
+        found = NETWORK_SIGNS.search(line)
+        if found is None:
+            continue
+        sign = found.group(0).strip(": ")
+        where = "with --network" if network else "the network is off here (--network turns it on)"
+        return (
+            f"tests need a service this run could not reach ({sign}; {where}): "
+            f"{' '.join(line.split())[:200]}"
+        )
+    return None

@@ -136,3 +136,10 @@ def history_clone(repo: Path, sha: str, dest: Path) -> None:
             done = subprocess.run(["git", "-C", str(dest), *args], capture_output=True)
         if done.returncode != 0:
             raise_build_error(f"git {args[0]} of {repo} at {sha}", done.stderr.decode())
+    if tag and _git(dest, "describe", "--tags", "HEAD", check=False).returncode != 0:
+        # The cut lost the way to the tag (a merge of an older branch, e.g. pytest's 4.6.x):
+        # the whole history up to sha, so setuptools-scm still finds the tag (no later commit).
+        args = [*fetch, "--unshallow", sha, f"refs/tags/{tag}:refs/tags/{tag}"]
+        done = subprocess.run(["git", "-C", str(dest), *args], capture_output=True)
+        if done.returncode != 0:
+            raise_build_error(f"git fetch --unshallow of {repo} at {sha}", done.stderr.decode())

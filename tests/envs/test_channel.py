@@ -22,7 +22,7 @@ from envs.sandbox import Sandbox
 #: (never another sandbox's, nor a helper of another run on this machine); the pattern does
 #: not match this command's own text.
 TO_HELPER = (
-    "p=$$; while [ \"$p\" -gt 1 ]; do "
+    'p=$$; while [ "$p" -gt 1 ]; do '
     "if grep -qs 'pgs_helpe[r]' /proc/$p/cmdline; then { %s > /proc/$p/fd/1; } 2>/dev/null; "
     "break; fi; p=$(cut -d' ' -f4 /proc/$p/stat); done; echo command-done"
 )

@@ -8,6 +8,11 @@ built here, swebench's grading. Opt-in, because CI cannot fetch the repositories
         tests/swebench/test_swebench_real.py
 
 With only some repositories fetched, PGS_SWEBENCH_RECORDS=FILE.jsonl names their records.
+PGS_SWEBENCH_OFFICIAL=../shared/swebench/official-dev.json adds the agreement check: real model
+patches graded by ``pgs eval`` (``bench/agreement.py``) agree with the official harness's reports
+test for test, on every instance not marked as not checkable here (PGS_AGREEMENT_ONLY=REGEX
+grades some of them; PGS_AGREEMENT_APPLY=cloud applies patches with the cloud harness's
+commands).
 
 The first run builds eight instance images (about 15 minutes here); later runs reuse them.
 """
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -154,3 +161,31 @@ def test_batch_with_a_model_that_applies_gold_then_eval(tmp_path: Path) -> None:
     assert code == 0
     summary = json.loads((tmp_path / "report" / "scripted.b.json").read_text())
     assert summary["resolved_instances"] == len(records()), summary["errors"]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("PGS_SWEBENCH_OFFICIAL"),
+    reason="set PGS_SWEBENCH_OFFICIAL to official-dev.json (real model patches with the "
+    "official harness's reports) to check pgs eval against the official harness",
+)
+def test_pgs_eval_agrees_with_the_official_harness_test_for_test(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    command = [
+        sys.executable,
+        str(root / "bench" / "agreement.py"),
+        "--repos-dir",
+        str(REPOS),
+        "--official",
+        os.environ["PGS_SWEBENCH_OFFICIAL"],
+        "--only",
+        os.environ.get("PGS_AGREEMENT_ONLY", ""),
+        "--apply-commands",
+        os.environ.get("PGS_AGREEMENT_APPLY", "harness"),
+        "--report-dir",
+        str(tmp_path / "report"),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=root)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    agree, checked = last.removeprefix("official_agreement=").split("/")
+    assert int(checked) > 0 and agree == checked, done.stdout[-5000:]

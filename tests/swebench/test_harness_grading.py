@@ -1,0 +1,224 @@
+"""``pgs eval`` grades as the official harness does: the installed swebench's own patch
+commands (run as its ``run_instance`` runs them, in tiny real git repositories here), a report
+for an empty patch, and tests that failed for want of the network told apart as not checkable
+here instead of counted as unresolved.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.swebench.evaluate import _apply, _before_setup, apply_commands
+from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
+from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
+
+I1, I2 = "acme__textkit-1", "acme__textkit-2"
+# A model's patch made in an image whose setup changed p.toml without committing it (so the
+# setup change is in the diff), evaluated where the setup change is in place: the harness's
+# `git apply` and `--reject` fail on p.toml, and its `patch --batch` (no --forward) takes the
+# already-present change for a reversed patch and exits 0.
+SETUP_AND_FIX = """diff --git a/p.toml b/p.toml
+--- a/p.toml
++++ b/p.toml
+@@ -1,3 +1,3 @@
+ a
+-requires = ["setuptools",
++requires = ["setuptools==68.0.0",
+ c
+diff --git a/s.py b/s.py
+--- a/s.py
++++ b/s.py
+@@ -1,3 +1,3 @@
+ x
+-y = 1
++y = 2
+ z
+"""
+# A model patch whose code connects to a closed port: its tests fail by a refused connection.
+REFUSED = """diff --git a/textkit/core.py b/textkit/core.py
+--- a/textkit/core.py
++++ b/textkit/core.py
+@@ -9,2 +9,4 @@ def slugify(text):
+     \"\"\"Lower-case words joined by dashes.\"\"\"
+-    return "-".join(text.split())
++    import socket
++    socket.create_connection(("127.0.0.1", 9), timeout=5).close()
++    return "-".join(text.lower().split())
+"""
+
+
+@dataclass
+class Ran:
+    ok: bool
+    output: str
+
+
+class Checkout:
+    """A git work tree that runs commands as the sandbox does (``box.run``), on the host."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ran: list[str] = []
+
+    def run(self, command: str) -> Ran:
+        self.ran.append(command)
+        done = subprocess.run(
+            command.replace("/tmp/patch.diff", str(self.root.parent / "patch.diff")),
+            shell=True,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            env=ENV,
+        )
+        return Ran(done.returncode == 0, done.stdout + done.stderr)
+
+
+def checkout(tmp_path: Path, *, setup_committed: bool) -> Checkout:
+    root = tmp_path / "testbed"
+    root.mkdir()
+    (root / "p.toml").write_text('a\nrequires = ["setuptools",\nc\n')
+    (root / "s.py").write_text("x\ny = 1\nz\n")
+    git = ["git", "-c", "user.name=pgs", "-c", "user.email=pgs@example.com"]
+    subprocess.run([*git, "init", "-q"], cwd=root, check=True)
+    subprocess.run([*git, "add", "."], cwd=root, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=root, check=True, env=ENV)
+    (root / "p.toml").write_text('a\nrequires = ["setuptools==68.0.0",\nc\n')  # the setup's sed
+    if setup_committed:
+        message = "pgs: changes made by the environment setup"
+        subprocess.run([*git, "commit", "-qam", message], cwd=root, check=True, env=ENV)
+    (tmp_path / "patch.diff").write_text(SETUP_AND_FIX)
+    return Checkout(root)
+
+
+@pytest.mark.parametrize("setup_committed", [True, False])
+def test_the_patch_is_applied_by_the_installed_harness_s_commands(
+    tmp_path: Path, setup_committed: bool
+) -> None:
+    from swebench.harness.run_evaluation import GIT_APPLY_CMDS
+
+    box = checkout(tmp_path, setup_committed=setup_committed)
+    applied, output = _apply(box, apply_commands())
+    # Accepted, as the official harness accepts it (pgs's old chain, with --3way and
+    # `patch --forward` after a reset, refused it) ...
+    assert applied
+    # ... by running exactly the harness's commands, in order, in one tree (no reset between).
+    assert box.ran == [f"{c} /tmp/patch.diff" for c in GIT_APPLY_CMDS]
+    assert "Reversed (or previously applied) patch detected" in output
+    # ... leaving the tree the harness leaves: `--reject` applied s.py, then `patch --batch`
+    # took it for applied and reversed it with p.toml. Grading sees what the harness sees.
+    assert (box.root / "s.py").read_text() == "x\ny = 1\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools",\nc\n'
+
+
+def test_the_cloud_harness_s_commands_keep_the_fix(tmp_path: Path) -> None:
+    box = checkout(tmp_path, setup_committed=True)
+    applied, _ = _apply(box, apply_commands("cloud"))
+    assert applied
+    assert box.ran == [
+        "git apply -v /tmp/patch.diff",
+        "patch --batch --fuzz=5 -p1 -i /tmp/patch.diff",
+    ]
+    # Without the `--reject` step, `patch --batch` reverses only the setup change.
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools",\nc\n'
+
+
+def test_a_patch_carrying_the_setup_changes_goes_onto_the_tree_before_the_setup(
+    tmp_path: Path,
+) -> None:
+    # As the official evaluation applied such patches (sphinx-7440: the fix and `pytest -rA`
+    # in, every official status reproduced), not reversed by `patch --batch`.
+    box = checkout(tmp_path, setup_committed=True)
+    note = _before_setup(box)
+    applied, _ = _apply(box, apply_commands())
+    assert "carries the setup changes: p.toml" in note and applied
+    assert box.ran[-1] == "git apply --verbose /tmp/patch.diff"
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools==68.0.0",\nc\n'
+
+
+def test_a_patch_without_the_setup_changes_keeps_them(tmp_path: Path) -> None:
+    box = checkout(tmp_path, setup_committed=True)
+    (tmp_path / "patch.diff").write_text(SETUP_AND_FIX[SETUP_AND_FIX.index("diff --git a/s.py") :])
+    assert _before_setup(box) == ""
+    assert _apply(box, apply_commands())[0]
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+    assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools==68.0.0",\nc\n'
+
+
+def test_a_patch_no_command_applies_is_refused_with_git_s_reason(tmp_path: Path) -> None:
+    box = checkout(tmp_path, setup_committed=True)
+    (tmp_path / "patch.diff").write_text(
+        "diff --git a/s.py b/s.py\n--- a/s.py\n+++ b/s.py\n@@ -1,1 +1,1 @@\n-nowhere\n+elsewhere\n"
+    )
+    applied, output = _apply(box, apply_commands())
+    assert not applied
+    assert "Failed to apply patch to container: patch --batch --fuzz=5 -p1 -i" in output
+
+
+# ------------------------------------------------------------------------------ end to end
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Dataset:
+    return make_dataset(tmp_path_factory.mktemp("swe"))
+
+
+def run_eval(dataset: Dataset, preds: dict[str, str | None], out: Path) -> dict[str, Any]:
+    path = dataset.write_preds(out / "preds.json", preds)
+    return eval_summary(path, dataset.instances_file, out, "--repos-dir", str(dataset.repos_dir))
+
+
+def report_of(out: Path, iid: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "report" / "m" / iid / "report.json").read_text())
+    return data[iid]
+
+
+def test_an_empty_patch_gets_the_harness_s_report(dataset: Dataset, tmp_path: Path) -> None:
+    summary = run_eval(dataset, {I2: ""}, tmp_path)
+    assert summary["empty_patch_ids"] == [I2] and summary["empty_patch_instances"] == 1
+    assert summary["completed_ids"] == [] and summary["unresolved_ids"] == []
+    assert report_of(tmp_path, I2) == {
+        "patch_is_None": False,
+        "patch_exists": False,
+        "patch_successfully_applied": False,
+        "resolved": False,
+    }
+    assert (tmp_path / "report" / "m" / I2 / "patch.diff").read_text() == ""
+
+
+@pytest.mark.docker
+def test_tests_failing_by_a_refused_connection_are_not_checkable_here(
+    dataset: Dataset, base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = run_eval(dataset, {I1: REFUSED}, tmp_path)
+    assert summary["unresolved_ids"] == [] and summary["resolved_ids"] == []
+    assert summary["not_checkable_ids"] == [I1] and summary["not_checkable_instances"] == 1
+    reason = summary["not_checkable"][I1]
+    assert "Connection refused" in reason and "--network" in reason
+    report = report_of(tmp_path, I1)
+    assert report["not_checkable"] == reason and not report["resolved"]
+    assert "not checkable here: acme__textkit-1" in capsys.readouterr().err
+
+
+def test_a_log_that_only_names_a_network_error_stays_checkable() -> None:
+    # pytest's own tests print the builtins (as pytest-dev__pytest-6197's log does): a name
+    # is not a failure, and the instance stays unresolved, as the official harness grades it.
+    log = (
+        f"{START_TEST_OUTPUT}\n"
+        "<ParsedCall 'pytest_pycollect_makeitem'(**{'obj': {'ConnectionRefusedError': "
+        "<class 'ConnectionRefusedError'>}})>\n"
+        "FAILED testing/test_collection.py::test_collect_pyargs_with_testpaths - AssertionError\n"
+        f"{END_TEST_OUTPUT}\n"
+    )
+    assert network_failure(log) is None
+    refused = log.replace(
+        "AssertionError", "ConnectionRefusedError: [Errno 111] Connection refused"
+    )
+    assert "Connection refused" in (network_failure(refused) or "")
