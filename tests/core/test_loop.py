@@ -83,6 +83,11 @@ def test_tool_calls_fix_the_bug_and_write_patch_pred_traj(
         "model_patch": patch,
         # What `pgs report` compares (--feedback none here: nothing checked the patch).
         "pgs_mode": "none",
+        # The rest of the ablation setting: --feedback none uses none of it.
+        "pgs_max_rounds": None,
+        "pgs_filter": None,
+        "pgs_fresh_probes": None,
+        "pgs_shrink": None,
         "pgs_verdict": "unchecked",
         "pgs_rounds": 0,
         "pgs_feedback_tokens": 0,
