@@ -41,6 +41,7 @@ def checked(sandbox: DockerSandbox, tmp_path: Path, patch: str, **options: Any) 
         problem_statement=DEDUPE.issue,
     )
     pgs.properties = {path: DEDUPE.properties["issue_sound"]}
+    pgs.guard.take(sandbox)  # kept as the end of a Tester turn keeps its files
     pgs.validate()
     assert pgs.shows_bug  # the property fails on the original code
     pgs.final_check(patch, "test")
