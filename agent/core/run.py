@@ -10,6 +10,7 @@ image work."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -298,6 +299,16 @@ def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> 
         path.unlink()
 
 
+def _write_probe(folder: Path, probe: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, b"x" * 4096)  # a folder on a full disk still takes an empty file
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
 def check_writable(output_dir: Path) -> None:
     """Refuse an output folder pgs cannot create or write in (read-only, a file in the way, no
     permission, full), before any image work: a run that cannot keep its results is not
@@ -306,15 +317,16 @@ def check_writable(output_dir: Path) -> None:
     made = [p for p in (folder, *folder.parents) if not p.exists()]
     probe = folder / f".pgs-write-check-{os.getpid()}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600)
-        try:
-            os.write(fd, b"x" * 4096)  # a folder on a full disk still takes an empty file
-        finally:
-            os.close(fd)
-            probe.unlink(missing_ok=True)
+        for attempt in range(3):
+            try:
+                _write_probe(folder, probe)
+                break
+            except FileNotFoundError:  # another pgs removed a folder it made for its probe
+                if attempt == 2:
+                    raise
         for path in made:  # deepest first; the run makes them again
-            path.rmdir()
+            with contextlib.suppress(OSError):  # in use by a run started beside this one
+                path.rmdir()
     except OSError as e:
         reason = "a file is in the way" if e.errno in (errno.EEXIST, errno.ENOTDIR) else None
         raise InputError(
