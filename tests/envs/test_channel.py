@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,6 @@ import pytest
 from envs.channel import REPLY_GRACE
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.errors import SandboxClosed, SandboxError
-from envs.local import LocalSandbox
 from envs.sandbox import Sandbox
 
 #: Writes to the stdout of this command's own helper: the nearest ancestor that is a helper
@@ -26,17 +24,6 @@ TO_HELPER = (
     "if grep -qs 'pgs_helpe[r]' /proc/$p/cmdline; then { %s > /proc/$p/fd/1; } 2>/dev/null; "
     "break; fi; p=$(cut -d' ' -f4 /proc/$p/stat); done; echo command-done"
 )
-
-
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
-def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
-    if request.param == "docker":
-        image = request.getfixturevalue("base_image")
-        box: Sandbox = DockerSandbox(DockerSandboxConfig(image=image), repo=small_repo)
-    else:
-        box = LocalSandbox(small_repo)
-    with box:
-        yield box
 
 
 @pytest.mark.parametrize(

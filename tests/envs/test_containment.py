@@ -6,7 +6,6 @@ touched."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,17 +40,6 @@ def _after(ways: list[str]) -> str:
 
 #: Appends a line to grow.txt ten times a second, from a session of its own.
 WRITER = "setsid sh -c 'while :; do echo x >> grow.txt; sleep 0.1; done' &"
-
-
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
-def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
-    if request.param == "docker":
-        image = request.getfixturevalue("base_image")
-        box: Sandbox = DockerSandbox(DockerSandboxConfig(image=image), repo=small_repo)
-    else:
-        box = LocalSandbox(small_repo)
-    with box:
-        yield box
 
 
 def _alive(sandbox: Sandbox, pid_file: str) -> bool:

@@ -26,17 +26,6 @@ from envs.sandbox import Sandbox
 from tests.repos import git
 
 
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
-def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
-    if request.param == "docker":
-        image = request.getfixturevalue("base_image")
-        box: Sandbox = DockerSandbox(DockerSandboxConfig(image=image), repo=small_repo)
-    else:
-        box = LocalSandbox(small_repo)
-    with box:
-        yield box
-
-
 @pytest.fixture
 def docker_box(base_image: str, small_repo: Path) -> Iterator[DockerSandbox]:
     config = DockerSandboxConfig(image=base_image, memory="512m", cpus=1.5, pids_limit=256)

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
-from envs.local import LocalSandbox
+from envs.docker_sandbox import DockerSandbox
 from envs.sandbox import Sandbox
 from tests.envs.test_containment import ESCAPES, _after, _alive
 
@@ -32,17 +30,6 @@ SHOWS = (
     'pwd; echo "$GREETING ${COUNT:-unset} $FROM_FILE"; twice ab; hi; '
     "shopt -q extglob && echo extglob; bash -c greet"
 )
-
-
-@pytest.fixture(params=[pytest.param("docker", marks=pytest.mark.docker), "local"])
-def sandbox(request: pytest.FixtureRequest, small_repo: Path) -> Iterator[Sandbox]:
-    if request.param == "docker":
-        image = request.getfixturevalue("base_image")
-        box: Sandbox = DockerSandbox(DockerSandboxConfig(image=image), repo=small_repo)
-    else:
-        box = LocalSandbox(small_repo)
-    with box:
-        yield box
 
 
 def test_cd_export_source_functions_and_aliases_carry_over_in_a_session(
