@@ -1,5 +1,5 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
-``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``; ``env`` from
+``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``, ``github``; ``env`` from
 :mod:`envs.cli`). Every user mistake (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs:
 error:`` line and exit code 2; a failure of the machine
 (:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
@@ -25,7 +25,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from agent.cli import batch, demo, eval, inspect, ladder, replay, report, run, serve
+from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
 from agent.core.errors import (
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     ladder.register(commands)
     inspect.register(commands)
     replay.register(commands)
+    github.register(commands)
     return parser
 
 

@@ -42,6 +42,9 @@ from envs.images import RepoImageSpec
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 #: GitHub refuses comments and PR bodies longer than 65536 characters.
 BODY_LIMIT = 60000
+#: In every comment pgs posts (an HTML comment: not shown), so that ``pgs github`` never takes
+#: one of its own comments for a request (agent/github/action.py).
+MARKER = "<!-- pgs-agent -->"
 
 
 class GitHubConfig(BaseModel):
@@ -423,5 +426,5 @@ def comment_body(issue: Issue, result: RunResult) -> str:
     )
     room = BODY_LIMIT - len(head) - 200
     cut = "" if len(patch) <= room else "\n\n(the patch is cut: it is longer than a comment)"
-    body = f"{head}\n\n```diff\n{patch[:room].rstrip()}\n```{cut}"
+    body = f"{MARKER}\n{head}\n\n```diff\n{patch[:room].rstrip()}\n```{cut}"
     return result.trajectory.redactor.redact(body)

@@ -22,6 +22,7 @@ COMMANDS = {
     "inspect": "inspect",
     "replay": "replay",
     "serve-script": "serve",
+    "github": "github",
 }
 SANDBOX_KINDS = {"DockerSandboxConfig", "LocalSandboxConfig", "DockerSandbox", "LocalSandbox"}
 

@@ -1,0 +1,512 @@
+"""``pgs github``: the GitHub Actions entry, fed the event payloads GitHub documents
+(tests/github/data: an ``issues`` ``labeled`` event and an ``issue_comment`` ``created`` one,
+trimmed), against the local fake of GitHub's API (tests/support/github_fake.py), the scripted
+model server and the local sandbox, through the real command line.
+
+An event pgs does not act on, or one from someone who may not ask, is one line and exit code 0
+with nothing asked of GitHub or the model; a broken environment is one ``pgs: error:`` line.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import agent.github.client
+from agent.cli import main
+from agent.github.action import ActionRules, Skipped, decide, mentions
+from agent.github.client import RetrySettings
+from agent.github.pr import MARKER
+from agent.models.scripted import ScriptedServer
+from tests.github.test_github import BODY, COMMENTS, NUMBER, REPO, TITLE, TOKEN, _git
+from tests.support.github_fake import FakeGitHub
+from tests.support.textutil import BUGGY, MODEL, SUBMIT, bash
+
+DATA = Path(__file__).parent / "data"
+LABELED = json.loads((DATA / "issues-labeled.json").read_text())
+COMMENTED = json.loads((DATA / "issue_comment-created.json").read_text())
+FIX = [bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]
+ACTIONS_ENV = (
+    "GITHUB_EVENT_PATH",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_REPOSITORY",
+    "GITHUB_WORKSPACE",
+    "GITHUB_API_URL",
+    "GITHUB_TOKEN",
+    "GITHUB_SERVER_URL",
+    "GITHUB_RUN_ID",
+    "RUNNER_TEMP",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
+
+
+def edited(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    """A copy of ``payload`` with ``changes`` at paths joined by ``__``
+    (``comment__author_association="NONE"``)."""
+    out = copy.deepcopy(payload)
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        node = out
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return out
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def test_the_documented_payloads_name_the_issue() -> None:
+    labeled = decide("issues", LABELED, ActionRules(), environ={})
+    assert (labeled.ref.full_name, labeled.ref.number) == (REPO, NUMBER)
+    assert labeled.reason == "the label 'fix-me' added by @maintainer"
+    commented = decide("issue_comment", COMMENTED, ActionRules(), environ={})
+    assert commented.ref == labeled.ref
+    assert commented.reason == "@pgs-agent in a comment by @maintainer (COLLABORATOR)"
+
+
+SKIPPED = {
+    "another label": (
+        "issues",
+        edited(LABELED, label__name="bug"),
+        "the label added is 'bug', not 'fix-me' (--label)",
+    ),
+    "opened": ("issues", edited(LABELED, action="opened"), "the issue was opened, not labeled"),
+    "unlabeled": ("issues", edited(LABELED, action="unlabeled"), "was unlabeled, not labeled"),
+    "label from the template of an outsider's issue": (
+        "issues",
+        edited(LABELED, sender__login="reporter"),
+        "came with the issue from its author @reporter, who is NONE",
+    ),
+    "closed issue": ("issues", edited(LABELED, issue__state="closed"), "octo/textutil#7 is closed"),
+    "edited comment": (
+        "issue_comment",
+        edited(COMMENTED, action="edited"),
+        "the comment was edited, not created",
+    ),
+    "comment on a pull request": (
+        "issue_comment",
+        edited(COMMENTED, issue__pull_request={"url": "https://api.github.com/..."}),
+        "octo/textutil#7 is a pull request: pgs github works on issues",
+    ),
+    "bot": (
+        "issue_comment",
+        edited(COMMENTED, comment__user={"login": "github-actions[bot]", "type": "Bot"}),
+        "the comment is by the bot @github-actions[bot]",
+    ),
+    "pgs's own comment posted with a personal token": (
+        "issue_comment",
+        edited(COMMENTED, comment__body=f"{MARKER}\npgs-agent proposes: @pgs-agent"),
+        "the comment is pgs-agent's own",
+    ),
+    "no trigger": (
+        "issue_comment",
+        edited(COMMENTED, comment__body="Confirmed, thanks."),
+        "the comment does not mention @pgs-agent (--trigger)",
+    ),
+    "trigger only quoted": (
+        "issue_comment",
+        edited(COMMENTED, comment__body="> @pgs-agent please fix this.\n\nNo, wait."),
+        "does not mention @pgs-agent",
+    ),
+    "outsider": (
+        "issue_comment",
+        edited(COMMENTED, comment__author_association="NONE"),
+        "@maintainer is NONE on octo/textutil, not an owner, member or collaborator",
+    ),
+    "first-time contributor": (
+        "issue_comment",
+        edited(COMMENTED, comment__author_association="FIRST_TIME_CONTRIBUTOR"),
+        "is FIRST_TIME_CONTRIBUTOR on octo/textutil",
+    ),
+    "contributor": (
+        "issue_comment",
+        edited(COMMENTED, comment__author_association="CONTRIBUTOR"),
+        "is CONTRIBUTOR on octo/textutil",
+    ),
+    "push": ("push", {"ref": "refs/heads/main"}, "the event is 'push': pgs github acts on"),
+    "a labelled pull request": (
+        "pull_request",
+        edited(LABELED, action="labeled"),
+        "the event is 'pull_request'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(SKIPPED))
+def test_events_pgs_does_not_act_on_say_why(case: str) -> None:
+    name, payload, why = SKIPPED[case]
+    with pytest.raises(Skipped) as skipped:
+        decide(name, payload, ActionRules(), environ={})
+    assert why in str(skipped.value)
+
+
+def test_allow_anyone_and_other_words_change_who_and_what_starts_a_run() -> None:
+    outsider = edited(COMMENTED, comment__author_association="NONE")
+    assert decide("issue_comment", outsider, ActionRules(allow_anyone=True), environ={})
+    template = edited(LABELED, sender__login="reporter")
+    assert decide("issues", template, ActionRules(allow_anyone=True), environ={})
+    # An owner who labels their own issue is trusted.
+    own = edited(LABELED, sender__login="reporter", issue__author_association="OWNER")
+    assert decide("issues", own, ActionRules(), environ={})
+    rules = ActionRules(label="AI Fix", trigger="/fix")
+    assert decide("issues", edited(LABELED, label__name="ai fix"), rules, environ={})
+    assert decide("issue_comment", edited(COMMENTED, comment__body="/fix"), rules, environ={})
+    with pytest.raises(Skipped, match="not 'AI Fix'"):
+        decide("issues", LABELED, rules, environ={})
+    # Bots stay ignored with --allow-anyone.
+    bot = edited(COMMENTED, comment__user={"login": "dependabot[bot]", "type": "Bot"})
+    with pytest.raises(Skipped, match="by the bot"):
+        decide("issue_comment", bot, ActionRules(allow_anyone=True), environ={})
+
+
+def test_an_event_of_another_repository_is_refused() -> None:
+    from agent.core.run import InputError
+
+    with pytest.raises(InputError, match="about octo/textutil but the workflow runs in me/other"):
+        decide("issues", LABELED, ActionRules(), environ={"GITHUB_REPOSITORY": "me/other"})
+    with pytest.raises(InputError, match="no 'label' object"):
+        decide("issues", {"action": "labeled"}, ActionRules(), environ={})
+
+
+words = st.text(alphabet="abc xyz.,!?\n", max_size=20)
+
+
+@given(before=words, after=words)
+def test_the_trigger_counts_as_a_word_of_the_text_only(before: str, after: str) -> None:
+    trigger = "@pgs-agent"
+    sep_before = "" if not before or before[-1] in " \n" else " "
+    sep_after = "" if not after or after[0] in " \n.,!?" else " "
+    assert mentions(f"{before}{sep_before}{trigger}{sep_after}{after}", trigger)
+    assert mentions(f"{before}{sep_before}@PGS-Agent{sep_after}{after}", trigger)
+    for hidden in (
+        f"{before}`{trigger}`{after}",
+        f"{before}\n```\n{trigger}\n```\n{after}",
+        f"{before}\n> {trigger}\n",
+        f"{before}<!-- {trigger} -->{after}",
+        f"{before} {trigger}-dev {after}",
+        f"{before} x{trigger} {after}",
+    ):
+        assert not mentions(hidden, trigger), hidden
+
+
+def test_the_trigger_in_code_or_a_longer_name_does_not_count() -> None:
+    assert mentions("@pgs-agent fix it", "@pgs-agent")
+    assert mentions("Please, @pgs-agent.", "@pgs-agent")
+    assert not mentions("run `@pgs-agent` to fix", "@pgs-agent")
+    assert not mentions("```\n@pgs-agent\n```", "@pgs-agent")
+    assert not mentions("cc @pgs-agent-dev", "@pgs-agent")
+    assert not mentions("mail me@pgs-agent", "@pgs-agent")
+    assert not mentions("> @pgs-agent fix\n\nthanks", "@pgs-agent")
+
+
+# --------------------------------------------------------------------------- the command
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ACTIONS_ENV:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(
+        agent.github.client, "RETRY", RetrySettings(attempts=2, min_wait=0.01, max_wait=0.02)
+    )
+    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("upstream") / "textutil"
+    work.mkdir()
+    _git(work, "init", "-q", "-b", "main")
+    for name, text in BUGGY.items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        (work / name).write_text(text)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-qm", "initial")
+    return work
+
+
+@pytest.fixture
+def bare(upstream: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "github" / "octo" / "textutil.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(upstream), str(path)], check=True)
+    return path
+
+
+@pytest.fixture
+def fake(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
+    with FakeGitHub(tokens=(TOKEN,)) as server:
+        server.add_repo(REPO, bare)
+        server.add_issue(REPO, NUMBER, TITLE, BODY, labels=("bug", "fix-me"), comments=COMMENTS)
+        monkeypatch.setenv("GITHUB_API_URL", server.api_url)
+        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+        monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+        yield server
+
+
+def event(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, payload: dict[str, Any]
+) -> None:
+    """What the Actions runner sets up before a step: the payload file and its name."""
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(path))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", name)
+
+
+def checkout(bare: Path, dest: Path, *config: str) -> Path:
+    """actions/checkout's result: a clone of the repository (``config``: ``git config`` pairs
+    it leaves behind)."""
+    subprocess.run(["git", "clone", "-q", str(bare), str(dest)], check=True)
+    for pair in config:
+        key, value = pair.split("=", 1)
+        subprocess.run(["git", "-C", str(dest), "config", key, value], check=True)
+    return dest
+
+
+def pgs_github(
+    capsys: pytest.CaptureFixture[str], script: list[dict[str, Any]], *extra: str
+) -> tuple[int, str, str, list[dict[str, Any]]]:
+    """``pgs github`` as the workflow runs it, with the scripted model; (exit code, stdout,
+    stderr, the model's requests)."""
+    with ScriptedServer(script) as server:
+        code = main(
+            [
+                "github",
+                "--model",
+                MODEL,
+                "--base-url",
+                server.url,
+                "--model.prices",
+                json.dumps({MODEL: [0, 0]}),
+                "--model.retries",
+                json.dumps({"attempts": 1}),
+                "--sandbox",
+                "local",
+                *extra,
+            ]
+        )
+        requests = list(server.requests)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err, requests
+
+
+def writes(fake: FakeGitHub) -> list[str]:
+    return [f"{r.method} {r.path}" for r in fake.requests if r.method != "GET"]
+
+
+def branch_file(bare: Path, branch: str, path: str) -> str:
+    done = subprocess.run(
+        ["git", "--git-dir", str(bare), "show", f"{branch}:{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_an_issue_labelled_fix_me_gets_a_draft_pull_request(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workspace = checkout(bare, tmp_path / "workspace")
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    code, stdout, stderr, requests = pgs_github(capsys, FIX, "--feedback", "none", "--force")
+
+    assert code == 0, stderr
+    assert "+    return text.upper()" in stdout
+    assert (
+        f"pgs: working on octo/textutil#7 (the label 'fix-me' added by @maintainer); using the "
+        f"checkout at {workspace}" in stderr
+    )
+    problem = requests[0]["messages"][1]["content"]
+    assert TITLE in problem and "Labels: bug, fix-me" in problem  # read from the API
+    [pull] = fake.pulls
+    assert pull["draft"] is True and (pull["head"], pull["base"]) == ("pgs/issue-7", "main")
+    assert pull["body"].startswith("Fixes #7")
+    assert "return text.upper()" in branch_file(bare, "pgs/issue-7", "textutil.py")
+    assert writes(fake) == ["POST /api/v3/repos/octo/textutil/pulls"]
+    assert f"opened a draft pull request: {pull['html_url']}" in stderr
+    # The run's files are where the workflow uploads them from; the checkout is untouched.
+    run = tmp_path / "runner-temp" / "pgs" / "octo__textutil-7"
+    assert (run / "octo__textutil-7.patch").read_text() == stdout
+    assert not (run / "textutil").exists()  # no clone: the checkout was used
+    status = subprocess.run(
+        ["git", "-C", str(workspace), "status", "--porcelain"], capture_output=True, text=True
+    )
+    assert status.stdout == ""
+
+
+def test_a_collaborators_mention_gets_the_patch_as_a_comment(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # actions/checkout with persist-credentials left on: the token is in .git/config, which
+    # would be copied into the sandbox; pgs clones instead.
+    header = "http.https://github.com/.extraheader=AUTHORIZATION: basic eC1hY2Nlc3M="
+    workspace = checkout(bare, tmp_path / "workspace", header)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(workspace))
+    event(monkeypatch, tmp_path, "issue_comment", COMMENTED)
+    out = tmp_path / "out"
+    code, stdout, stderr, _ = pgs_github(
+        capsys, FIX, "--comment", "--feedback", "none", "--force", "--output-dir", str(out)
+    )
+
+    assert code == 0, stderr
+    assert "@pgs-agent in a comment by @maintainer (COLLABORATOR)" in stderr
+    assert "keeps a token in its git config" in stderr and "cloning instead" in stderr
+    assert (out / "octo__textutil-7" / "textutil" / "textutil.py").is_file()  # the clone
+    [comment] = fake.posted_comments
+    assert comment["body"].startswith(MARKER)
+    assert f"```diff\n{stdout.rstrip()}\n```" in comment["body"]
+    assert fake.pulls == []
+    # pgs's own comment, coming back as an event, starts nothing.
+    own = edited(COMMENTED, comment__body=comment["body"], comment__id=1000)
+    event(monkeypatch, tmp_path, "issue_comment", own)
+    code, _, stderr, requests = pgs_github(capsys, FIX, "--comment")
+    assert (code, requests) == (0, [])
+    assert stderr.strip() == "pgs: nothing to do: the comment is pgs-agent's own"
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "line"),
+    [
+        (
+            "issues",
+            edited(LABELED, label__name="bug"),
+            "pgs: nothing to do: the label added is 'bug', not 'fix-me' (--label)",
+        ),
+        (
+            "issue_comment",
+            edited(COMMENTED, comment__author_association="NONE", comment__user__login="eve"),
+            "pgs: nothing to do: @eve is NONE on octo/textutil, not an owner, member or "
+            "collaborator: pgs github acts on their @pgs-agent only with --allow-anyone",
+        ),
+        (
+            "issue_comment",
+            edited(COMMENTED, comment__user={"login": "renovate[bot]", "type": "Bot"}),
+            "pgs: nothing to do: the comment is by the bot @renovate[bot]",
+        ),
+        (
+            "workflow_dispatch",
+            {"inputs": {}, "ref": "refs/heads/main"},
+            "pgs: nothing to do: the event is 'workflow_dispatch': pgs github acts on 'issues' "
+            "(labeled) and 'issue_comment' (created)",
+        ),
+    ],
+    ids=["wrong label", "outsider", "bot", "other event"],
+)
+def test_events_not_acted_on_exit_0_with_one_line_and_touch_nothing(
+    fake: FakeGitHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    payload: dict[str, Any],
+    line: str,
+) -> None:
+    event(monkeypatch, tmp_path, name, payload)
+    code, stdout, stderr, requests = pgs_github(capsys, FIX, "--feedback", "none", "--force")
+    assert code == 0
+    assert stderr.strip().splitlines() == [line]
+    assert stdout == "" and requests == [] and fake.requests == []
+    assert not (tmp_path / "runner-temp" / "pgs").exists()
+
+
+def test_a_refused_patch_is_explained_on_the_issue(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The verdict rules of ``pgs run --open-pr``: a run that hit its step limit sends no pull
+    request; ``pgs github`` says why on the issue, with the workflow run's link, no patch."""
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    code, stdout, stderr, _ = pgs_github(
+        capsys, FIX, "--feedback", "none", "--force", "--agent.step-limit", "1"
+    )
+
+    assert code == 1
+    assert "+    return text.upper()" in stdout  # kept in the run's files
+    assert "pgs: error: no pull request opened: the run ended with" in stderr
+    assert fake.pulls == []
+    [comment] = fake.posted_comments
+    body = comment["body"]
+    assert body.startswith(MARKER)
+    assert "pgs-agent worked on this issue and sends no pull request: the run ended with" in body
+    assert "https://github.com/octo/textutil/actions/runs/4242" in body
+    assert "return text.upper()" not in body
+    assert writes(fake) == ["POST /api/v3/repos/octo/textutil/issues/7/comments"]
+
+
+def test_a_run_that_fails_says_so_on_the_issue(
+    fake: FakeGitHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    code, _, stderr, _ = pgs_github(
+        capsys, [], "--feedback", "none", "--force"
+    )  # the script is empty: the model server answers with an error
+
+    assert code == 1, stderr
+    [comment] = fake.posted_comments
+    assert "pgs-agent could not finish its run on this issue:" in comment["body"]
+    assert fake.pulls == []
+
+
+def test_a_broken_environment_is_one_error_line(
+    fake: FakeGitHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def error(*extra: str) -> str:
+        code, _, stderr, requests = pgs_github(capsys, FIX, "--feedback", "none", "--force", *extra)
+        # At most the line saying which issue it works on, then the error.
+        lines = [line for line in stderr.strip().splitlines() if "pgs: working on" not in line]
+        assert code == 2, stderr
+        assert len(lines) == 1 and lines[0].startswith("pgs: error: "), stderr
+        assert requests == []
+        return lines[0]
+
+    assert "GITHUB_EVENT_PATH is not set" in error()
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(tmp_path / "missing.json"))
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "issues")
+    assert f"cannot read the event payload {tmp_path / 'missing.json'}" in error()
+    (tmp_path / "bad.json").write_text("{not json")
+    monkeypatch.setenv("GITHUB_EVENT_PATH", str(tmp_path / "bad.json"))
+    assert "is not JSON" in error()
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    assert "--trigger 'please fix' must be one word" in error("--trigger", "please fix")
+    monkeypatch.delenv("GITHUB_TOKEN")
+    line = error()
+    assert "pgs github needs GITHUB_TOKEN" in line and "secrets.GITHUB_TOKEN" in line
+    monkeypatch.setenv("GITHUB_TOKEN", "expired-token")
+    assert "GitHub refused GITHUB_TOKEN (401" in error()  # before any clone or model call
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    # Without a check there is nothing to send, as with pgs run --open-pr.
+    code, _, stderr, _ = pgs_github(capsys, FIX, "--feedback", "none")
+    assert code == 2 and "no pull request or comment without a check" in stderr
+    assert fake.pulls == [] and fake.posted_comments == []
+    assert not (tmp_path / "runner-temp" / "pgs" / "octo__textutil-7").exists()
