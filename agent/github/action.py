@@ -247,8 +247,9 @@ class NoticeHook(RunHook):
     def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
         if self.sender.refused:
             why = self.sender.refused.removesuffix(": pass --force anyway")
-            what = "pull request" if self.sender.github.send == "pr" else "patch"
-            self.post(f"worked on this issue and sends no {what}: {why}")
+            pr = self.sender.github.send == "pr"
+            what = "opened no pull request" if pr else "posted no patch"
+            self.post(f"worked on this issue and {what}: {why}")
 
     def post(self, what: str) -> None:
         """Comment ``what`` on the issue; a failure is a warning: what ended the run stays

@@ -452,7 +452,7 @@ def test_a_refused_patch_is_explained_on_the_issue(
     [comment] = fake.posted_comments
     body = comment["body"]
     assert body.startswith(MARKER)
-    assert "pgs-agent worked on this issue and sends no pull request: the run ended with" in body
+    assert "pgs-agent worked on this issue and opened no pull request: the run ended with" in body
     assert "https://github.com/octo/textutil/actions/runs/4242" in body
     assert "return text.upper()" not in body
     assert writes(fake) == ["POST /api/v3/repos/octo/textutil/issues/7/comments"]
@@ -510,3 +510,63 @@ def test_a_broken_environment_is_one_error_line(
     assert code == 2 and "no pull request or comment without a check" in stderr
     assert fake.pulls == [] and fake.posted_comments == []
     assert not (tmp_path / "runner-temp" / "pgs" / "octo__textutil-7").exists()
+
+
+# --------------------------------------------------------------------------- the workflow file
+
+
+WORKFLOW = Path(__file__).parents[2] / "docs" / "github-action.yml"
+
+
+def step_argv(command: str, env: dict[str, str]) -> list[str]:
+    """The argv a workflow step's ``run:`` line gives its program, as bash expands it."""
+    done = subprocess.run(
+        ["bash", "-c", f"set -- {command}; printf '%s\\0' \"$@\""],
+        env={"PATH": "/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.split("\0")[:-1]
+
+
+@pytest.mark.parametrize("base_url", ["", "http://llm.internal/v1"])
+def test_the_workflow_users_copy_runs_pgs_github_as_documented(base_url: str) -> None:
+    import yaml
+
+    from agent.cli import build_parser
+    from agent.cli.github import cmd_github
+
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert on == {"issues": {"types": ["labeled"]}, "issue_comment": {"types": ["created"]}}
+    assert workflow["permissions"] == {
+        "contents": "write",
+        "pull-requests": "write",
+        "issues": "write",
+    }
+    job = workflow["jobs"]["fix"]
+    steps = {step.get("name", step.get("uses")): step for step in job["steps"]}
+    checkout = steps["actions/checkout@v4"]["with"]
+    assert checkout["persist-credentials"] is False
+    step = steps["pgs github"]
+    assert step["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
+    assert "${{" not in step["run"]  # nothing of the event is pasted into the shell line
+    env = {"PGS_MODEL": "gpt-4o", "PGS_BASE_URL": base_url, "RUNNER_TEMP": "/tmp/runner"}
+    program, *args = step_argv(step["run"], env)
+    assert program == "pgs"
+    parsed = build_parser().parse_args(args)
+    assert parsed.func is cmd_github
+    assert parsed.output_dir == Path("/tmp/runner/pgs")
+    assert parsed.model__base_url == (base_url or None)
+    # The job's first filter and pgs github agree on the label and the word.
+    assert f"github.event.label.name == '{parsed.label}'" in job["if"]
+    assert f"contains(github.event.comment.body, '{parsed.trigger}')" in job["if"]
+    for role in ("OWNER", "MEMBER", "COLLABORATOR"):
+        assert role in job["if"]
+    upload = steps["Keep the run's files"]
+    assert upload["if"] == "always()" and upload["with"]["path"] == "${{ runner.temp }}/pgs"
+    program, *args = step_argv(
+        steps["Base image"]["run"].replace("${{ vars.PGS_PYTHON || '3.11' }}", "3.11"), {}
+    )
+    assert program == "pgs" and build_parser().parse_args(args).method == "dockerfile"
