@@ -17,6 +17,7 @@ from rich.console import Console
 
 from agent.cli.run import run_with_progress, setup_spec
 from agent.core.config import add_config_flags, flag_overrides, load_config
+from agent.core.errors import USER_ERRORS
 from agent.core.run import InputError, RunFailed, check_writable, default_output_dir
 from agent.github.action import (
     DEFAULT_LABEL,
@@ -116,6 +117,13 @@ def output_dir_for(args: argparse.Namespace, model: str) -> Path:
     return Path(temp) / "pgs" if temp else default_output_dir(model)
 
 
+def failure(error: Exception) -> str:
+    """What ended the run, in the words ``pgs`` prints it (one line, cut)."""
+    text = str(error) if isinstance(error, (RunFailed, *USER_ERRORS)) else type(error).__name__
+    line = (text.strip().splitlines() or [type(error).__name__])[0]
+    return line if len(line) <= 500 else line[:500] + " ..."
+
+
 def cmd_github(args: argparse.Namespace) -> int:
     rules = ActionRules(label=args.label, trigger=args.trigger, allow_anyone=args.allow_anyone)
     rules.check()
@@ -153,8 +161,8 @@ def cmd_github(args: argparse.Namespace) -> int:
     notices = NoticeHook(sender)
     try:
         result = run_with_progress(task, config, output_dir, hooks=[sender, notices])
-    except RunFailed as e:
-        notices.post(f"could not finish its run on this issue: {e}")
+    except Exception as e:  # the model, the sandbox, the push: say so where it was asked
+        notices.post(f"could not finish its run on this issue: {failure(e)}")
         raise
     if sender.refused:
         return 1

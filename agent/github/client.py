@@ -208,8 +208,11 @@ class GitHub:
     def from_env(cls) -> GitHub:
         return cls(api_url(), os.environ.get("GITHUB_TOKEN") or None)
 
-    def request(self, method: str, path: str, what: str, **kwargs: Any) -> requests.Response:
-        """One API call; ``what`` names the object for error messages ("the issue o/r#1")."""
+    def request(
+        self, method: str, path: str, what: str, *, missing_ok: bool = False, **kwargs: Any
+    ) -> requests.Response:
+        """One API call; ``what`` names the object for error messages ("the issue o/r#1");
+        ``missing_ok``: a 404 is an answer (the caller reads its status), not an error."""
         url = path if path.startswith(("http://", "https://")) else self.api + path
         retried = method == "GET"
         retrying = Retrying(
@@ -237,7 +240,8 @@ class GitHub:
                 raise self._unreachable(last) from None
         except (requests.ConnectionError, requests.Timeout) as e:
             raise self._unreachable(e) from None
-        self._raise_for(response, what, method)
+        if not (missing_ok and response.status_code == 404):
+            self._raise_for(response, what, method)
         return response
 
     def _unreachable(self, error: BaseException) -> GitHubError:
@@ -324,6 +328,13 @@ class GitHub:
             private=bool(data.get("private")),
             can_push=bool(perms.get("push")) if isinstance(perms, dict) else None,
         )
+
+    def branch_exists(self, full_name: str, branch: str) -> bool:
+        what = f"the branch {branch} of {full_name}"
+        response = self.request(
+            "GET", f"/repos/{full_name}/branches/{branch}", what, missing_ok=True
+        )
+        return response.status_code != 404
 
     def create_pull(
         self, repo: Repository, *, title: str, head: str, base: str, body: str

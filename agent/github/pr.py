@@ -150,7 +150,8 @@ def github_task(
 def check_access(client: GitHub, ref: IssueRef, github: GitHubConfig) -> None:
     """What ``--open-pr`` / ``--comment`` will need at the end, checked before any clone,
     image or model work: a token GitHub accepts, and for ``--open-pr`` push access to the
-    repository the branch goes to (the issue's, or ``--fork`` OWNER/REPO)."""
+    repository the branch goes to (the issue's, or ``--fork`` OWNER/REPO) and no branch
+    ``pgs/issue-N`` there yet (the push would be refused)."""
     if github.send == "nothing":
         return
     flag = "--open-pr" if github.send == "pr" else "--comment"
@@ -168,6 +169,13 @@ def check_access(client: GitHub, ref: IssueRef, github: GitHubConfig) -> None:
         raise InputError(
             f"GITHUB_TOKEN may not push to {target}, where --open-pr pushes the branch: give "
             "the token write access, or pass --fork OWNER/REPO of a fork it can push to"
+        )
+    branch = branch_for(ref)
+    known = not github.fork or _is_full_name(github.fork)  # not a fork's git URL
+    if github.send == "pr" and known and client.branch_exists(target, branch):
+        raise InputError(
+            f"--open-pr pushes the branch {branch}, which {target} already has (an earlier "
+            "run's?): delete it there (closing its pull request first), then run again"
         )
 
 
@@ -236,8 +244,12 @@ def _check_open(issue: Issue, *, force: bool) -> None:
 # -- the pull request ----------------------------------------------------------------------------
 
 
+def branch_for(ref: IssueRef) -> str:
+    return f"pgs/issue-{ref.number}"
+
+
 def branch_name(issue: Issue) -> str:
-    return f"pgs/issue-{issue.ref.number}"
+    return branch_for(issue.ref)
 
 
 def _fork_target(client: GitHub, fork: str) -> tuple[str, str]:

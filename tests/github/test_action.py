@@ -471,8 +471,41 @@ def test_a_run_that_fails_says_so_on_the_issue(
 
     assert code == 1, stderr
     [comment] = fake.posted_comments
-    assert "pgs-agent could not finish its run on this issue:" in comment["body"]
+    body = comment["body"]
+    assert "pgs-agent could not finish its run on this issue: http://127.0.0.1:" in body
+    assert "rejected the request (HTTP 400): script exhausted" in body  # pgs's error line
+    assert "https://github.com/octo/textutil/actions/runs/4242" in body
     assert fake.pulls == []
+
+
+def test_a_second_request_for_the_same_issue_fails_before_the_run(
+    fake: FakeGitHub,
+    bare: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The branch pgs/issue-N of an earlier run is there: the push would be refused after the
+    whole run, so it is found first (for pgs run --open-pr too)."""
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    code, _, stderr, _ = pgs_github(capsys, FIX, "--feedback", "none", "--force")
+    assert code == 0, stderr
+    event(monkeypatch, tmp_path, "issue_comment", COMMENTED)
+    out = tmp_path / "again"
+    code, _, stderr, requests = pgs_github(
+        capsys, FIX, "--feedback", "none", "--force", "--output-dir", str(out)
+    )
+    errors = [line for line in stderr.splitlines() if line.startswith("pgs: error:")]
+    assert code == 2 and requests == [], stderr
+    assert errors == [
+        "pgs: error: --open-pr pushes the branch pgs/issue-7, which octo/textutil already has "
+        "(an earlier run's?): delete it there (closing its pull request first), then run again"
+    ]
+    assert not (out / "octo__textutil-7").exists()  # nothing cloned
+    url = fake.issue_url(REPO, NUMBER)
+    code = main(["run", "--issue", url, "--open-pr", "--model", MODEL, "--output-dir", str(out)])
+    assert code == 2 and "which octo/textutil already has" in capsys.readouterr().err
+    assert len(fake.pulls) == 1 and fake.posted_comments == []
 
 
 def test_a_broken_environment_is_one_error_line(

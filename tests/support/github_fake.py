@@ -3,7 +3,7 @@
 A threaded ``http.server`` on 127.0.0.1 serving, under ``/api/v3`` (so ``GITHUB_API_URL`` points
 at it the way it points at GitHub Enterprise):
 
-- ``GET /repos/{o}/{r}``, ``GET /repos/{o}/{r}/issues/{n}``,
+- ``GET /repos/{o}/{r}``, ``GET /repos/{o}/{r}/issues/{n}``, ``GET /repos/{o}/{r}/branches/{b}``,
   ``GET /repos/{o}/{r}/issues/{n}/comments`` (paginated with ``Link`` headers),
   ``POST /repos/{o}/{r}/pulls`` (the head branch must exist in the repository's git remote),
   ``POST /repos/{o}/{r}/issues/{n}/comments``;
@@ -222,6 +222,9 @@ class FakeGitHub:
                 push = request.token not in repo.read_only
                 data["permissions"] = {"admin": False, "push": push, "pull": True}
             return 200, data, {}
+        branch = re.fullmatch(r"/branches/(.+)", rest)
+        if request.method == "GET" and branch:
+            return self._branch(repo, branch.group(1))
         issue = re.fullmatch(r"/issues/(\d+)(/comments)?", rest)
         if issue and int(issue.group(1)) in repo.issues:
             number = int(issue.group(1))
@@ -240,6 +243,16 @@ class FakeGitHub:
         if request.method == "POST" and rest == "/pulls":
             return self._create_pull(repo, request.body)
         return 404, {"message": "Not Found"}, {}
+
+    def _branch(self, repo: FakeRepo, name: str) -> tuple[int, Any, dict[str, str]]:
+        found = subprocess.run(
+            ["git", "--git-dir", repo.clone_url, "rev-parse", "--verify", f"refs/heads/{name}"],
+            capture_output=True,
+            text=True,
+        )
+        if found.returncode != 0:
+            return 404, {"message": "Branch not found"}, {}
+        return 200, {"name": name, "commit": {"sha": found.stdout.strip()}}, {}
 
     def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
         return {
