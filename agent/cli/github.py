@@ -26,10 +26,11 @@ from agent.github.action import (
     NoticeHook,
     Skipped,
     decide,
+    post_notice,
     read_event,
     workspace_repo,
 )
-from agent.github.client import api_url, web_host
+from agent.github.client import GitHub, GitHubError, api_url, web_host
 from agent.github.pr import GitHubConfig, github_task
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 
@@ -149,15 +150,21 @@ def cmd_github(args: argparse.Namespace) -> int:
     repo, which = workspace_repo(trigger.ref, os.environ.get("GITHUB_WORKSPACE"))
     err.print(f"pgs: working on {trigger.ref} ({trigger.reason}); {which}")
     url = f"https://{web_host(api_url())}/{trigger.ref.full_name}/issues/{trigger.ref.number}"
-    task, sender = github_task(
-        url,
-        github,
-        config,
-        output_dir,
-        repo=repo,
-        allow_dirty=args.allow_dirty,
-        image_spec=image_spec,
-    )
+    try:
+        task, sender = github_task(
+            url,
+            github,
+            config,
+            output_dir,
+            repo=repo,
+            allow_dirty=args.allow_dirty,
+            image_spec=image_spec,
+        )
+    except GitHubError:  # GitHub or the token refused: nothing can be said on the issue
+        raise
+    except InputError as e:  # the token works: whoever asked learns why nothing starts
+        post_notice(GitHub.from_env(), trigger.ref, f"could not start on this issue: {e}")
+        raise
     notices = NoticeHook(sender)
     try:
         result = run_with_progress(task, config, output_dir, hooks=[sender, notices])

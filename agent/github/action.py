@@ -46,7 +46,7 @@ from agent.core.hooks import RunHook
 from agent.core.loop import RunResult
 from agent.core.run import InputError
 from agent.core.secrets import Redactor
-from agent.github.client import GitHubError, IssueRef
+from agent.github.client import GitHub, GitHubError, IssueRef
 from agent.github.pr import MARKER, OpenPRHook
 
 DEFAULT_LABEL = "fix-me"
@@ -252,14 +252,18 @@ class NoticeHook(RunHook):
             self.post(f"worked on this issue and {what}: {why}")
 
     def post(self, what: str) -> None:
-        """Comment ``what`` on the issue; a failure is a warning: what ended the run stays
-        what the user sees."""
-        try:
-            posted = self.sender.client.create_comment(self.sender.issue.ref, notice(what))
-        except GitHubError as e:
-            print(f"pgs: warning: could not say so on the issue: {e}", file=sys.stderr)
-            return
-        self.url = str(posted.get("html_url") or "")
+        self.url = post_notice(self.sender.client, self.sender.issue.ref, what)
+
+
+def post_notice(client: GitHub, ref: IssueRef, what: str) -> str | None:
+    """Comment :func:`notice` on the issue; its URL. A failure is a warning, and None: what
+    ended the run stays what the user sees."""
+    try:
+        posted = client.create_comment(ref, notice(what))
+    except GitHubError as e:
+        print(f"pgs: warning: could not say so on the issue: {e}", file=sys.stderr)
+        return None
+    return str(posted.get("html_url") or "")
 
 
 def workspace_repo(ref: IssueRef, workspace: str | None) -> tuple[Path | None, str]:

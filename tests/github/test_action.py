@@ -502,10 +502,15 @@ def test_a_second_request_for_the_same_issue_fails_before_the_run(
         "(an earlier run's?): delete it there (closing its pull request first), then run again"
     ]
     assert not (out / "octo__textutil-7").exists()  # nothing cloned
+    [comment] = fake.posted_comments  # the collaborator who asked learns why
+    assert (
+        "could not start on this issue: --open-pr pushes the branch pgs/issue-7"
+        in (comment["body"])
+    )
     url = fake.issue_url(REPO, NUMBER)
     code = main(["run", "--issue", url, "--open-pr", "--model", MODEL, "--output-dir", str(out)])
     assert code == 2 and "which octo/textutil already has" in capsys.readouterr().err
-    assert len(fake.pulls) == 1 and fake.posted_comments == []
+    assert len(fake.pulls) == 1 and len(fake.posted_comments) == 1
 
 
 def test_a_broken_environment_is_one_error_line(
@@ -538,10 +543,18 @@ def test_a_broken_environment_is_one_error_line(
     monkeypatch.setenv("GITHUB_TOKEN", "expired-token")
     assert "GitHub refused GITHUB_TOKEN (401" in error()  # before any clone or model call
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    # Without a check there is nothing to send, as with pgs run --open-pr.
-    code, _, stderr, _ = pgs_github(capsys, FIX, "--feedback", "none")
-    assert code == 2 and "no pull request or comment without a check" in stderr
-    assert fake.pulls == [] and fake.posted_comments == []
+    assert fake.posted_comments == []  # with no token that works, nothing is said
+    # Without a check there is nothing to send, as with pgs run --open-pr; the token works,
+    # so the issue is told why nothing starts.
+    code, _, stderr, requests = pgs_github(capsys, FIX, "--feedback", "none")
+    assert (code, requests) == (2, [])
+    assert [line for line in stderr.splitlines() if "pgs: error:" in line] == [
+        "pgs: error: no pull request or comment without a check: --feedback none runs none; "
+        "pass --force to send it anyway, or leave --feedback at its default"
+    ]
+    [comment] = fake.posted_comments
+    assert "pgs-agent could not start on this issue: no pull request or comment" in comment["body"]
+    assert fake.pulls == []
     assert not (tmp_path / "runner-temp" / "pgs" / "octo__textutil-7").exists()
 
 
