@@ -4,7 +4,9 @@ on, or why not.
 
 Acted on, as the OpenHands resolver does: an ``issues`` event with action ``labeled`` whose
 label is :attr:`ActionRules.label` (default ``fix-me``), and an ``issue_comment`` event with
-action ``created`` whose text mentions :attr:`ActionRules.trigger` (default ``@pgs-agent``).
+action ``created`` whose text mentions :attr:`ActionRules.trigger` (default ``@pgs-agent``);
+and ``workflow_dispatch`` (the workflow run by hand, which needs write access) with the input
+``issue``, to run again.
 Everything else is :class:`Skipped` (``pgs github`` exits 0 with one line saying why, so the
 workflow stays green).
 
@@ -53,7 +55,7 @@ DEFAULT_LABEL = "fix-me"
 DEFAULT_TRIGGER = "@pgs-agent"
 #: The ``author_association`` values of people with write access to the repository.
 TRUSTED = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
-EVENTS = "'issues' (labeled) and 'issue_comment' (created)"
+EVENTS = "'issues' (labeled), 'issue_comment' (created) and 'workflow_dispatch' (input 'issue')"
 
 
 class Skipped(Exception):
@@ -208,6 +210,19 @@ def decide(
                 f"collaborator: pgs github acts on their {rules.trigger} only with --allow-anyone"
             )
         why = f"{rules.trigger} in a comment by @{login} ({association})"
+    elif name == "workflow_dispatch":  # run by hand (write access): the issue is an input
+        inputs = payload.get("inputs")
+        number = (
+            str(inputs.get("issue") or "").strip().lstrip("#") if isinstance(inputs, dict) else ""
+        )
+        if not number.isdigit() or int(number) < 1:
+            raise InputError(
+                f"the workflow was run by hand with issue {number!r}: give the number of the "
+                "issue to fix (the workflow_dispatch input 'issue')"
+            )
+        issue = {"number": int(number)}  # its state is read from the API
+        ref = _ref(payload, issue, environ)
+        why = f"run by hand by @{_login(payload.get('sender'))}"
     else:
         raise Skipped(f"the event is {name!r}: pgs github acts on {EVENTS}")
     if issue.get("state") == "closed":

@@ -169,6 +169,24 @@ def test_allow_anyone_and_other_words_change_who_and_what_starts_a_run() -> None
         decide("issue_comment", bot, ActionRules(allow_anyone=True), environ={})
 
 
+def test_a_run_by_hand_names_the_issue_in_its_input() -> None:
+    dispatch = {
+        "inputs": {"issue": "7"},
+        "ref": "refs/heads/main",
+        "repository": LABELED["repository"],
+        "sender": LABELED["sender"],
+        "workflow": ".github/workflows/pgs-agent.yml",
+    }
+    trigger = decide("workflow_dispatch", dispatch, ActionRules(), environ={})
+    assert (trigger.ref.full_name, trigger.ref.number) == (REPO, 7)
+    assert trigger.reason == "run by hand by @maintainer"
+    from agent.core.run import InputError
+
+    for bad in ("", "seven", "0", None):
+        with pytest.raises(InputError, match="give the number of the issue to fix"):
+            decide("workflow_dispatch", edited(dispatch, inputs__issue=bad), ActionRules(), {})
+
+
 def test_an_event_of_another_repository_is_refused() -> None:
     from agent.core.run import InputError
 
@@ -406,13 +424,13 @@ def test_a_collaborators_mention_gets_the_patch_as_a_comment(
             "pgs: nothing to do: the comment is by the bot @renovate[bot]",
         ),
         (
-            "workflow_dispatch",
-            {"inputs": {}, "ref": "refs/heads/main"},
-            "pgs: nothing to do: the event is 'workflow_dispatch': pgs github acts on 'issues' "
-            "(labeled) and 'issue_comment' (created)",
+            "schedule",
+            {"schedule": "30 5 * * 1"},
+            "pgs: nothing to do: the event is 'schedule': pgs github acts on 'issues' "
+            "(labeled), 'issue_comment' (created) and 'workflow_dispatch' (input 'issue')",
         ),
     ],
-    ids=["wrong label", "outsider", "bot", "other event"],
+    ids=["wrong label", "outsider", "bot", "scheduled"],
 )
 def test_events_not_acted_on_exit_0_with_one_line_and_touch_nothing(
     fake: FakeGitHub,
@@ -585,7 +603,9 @@ def test_the_workflow_users_copy_runs_pgs_github_as_documented(base_url: str) ->
 
     workflow = yaml.safe_load(WORKFLOW.read_text())
     on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert on == {"issues": {"types": ["labeled"]}, "issue_comment": {"types": ["created"]}}
+    assert on["issues"] == {"types": ["labeled"]}
+    assert on["issue_comment"] == {"types": ["created"]}
+    assert on["workflow_dispatch"]["inputs"]["issue"]["required"] is True
     assert workflow["permissions"] == {
         "contents": "write",
         "pull-requests": "write",
