@@ -28,6 +28,7 @@ from agent.github.action import (
     decide,
     post_notice,
     read_event,
+    step_summary,
     workspace_repo,
 )
 from agent.github.client import GitHub, GitHubError, api_url, web_host
@@ -135,6 +136,7 @@ def cmd_github(args: argparse.Namespace) -> int:
         trigger = decide(name, payload, rules)
     except Skipped as e:
         err.print(f"pgs: nothing to do: {e}")
+        step_summary(f"pgs-agent: nothing to do: {e}")
         return 0
     if not os.environ.get("GITHUB_TOKEN"):
         raise InputError(
@@ -164,13 +166,18 @@ def cmd_github(args: argparse.Namespace) -> int:
         raise
     except InputError as e:  # the token works: whoever asked learns why nothing starts
         post_notice(GitHub.from_env(), trigger.ref, f"could not start on this issue: {e}")
+        step_summary(f"pgs-agent could not start on {trigger.ref}: {e}")
         raise
     notices = NoticeHook(sender)
     try:
         result = run_with_progress(task, config, output_dir, hooks=[sender, notices])
     except Exception as e:  # the model, the sandbox, the push: say so where it was asked
         notices.post(f"could not finish its run on this issue: {failure(e)}")
+        step_summary(f"pgs-agent could not finish on {trigger.ref}: {failure(e)}")
         raise
     if sender.refused:
+        step_summary(f"pgs-agent sent nothing for {trigger.ref}: {sender.refused}")
         return 1
+    what = "opened a draft pull request" if github.send == "pr" else "posted the patch"
+    step_summary(f"pgs-agent {what} for {trigger.ref}: {sender.url}")
     return 0 if result.exit_status == "submitted" else 1

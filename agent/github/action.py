@@ -239,6 +239,20 @@ def run_url(environ: Mapping[str, str] | None = None) -> str | None:
     return f"{server.rstrip('/')}/{repo}/actions/runs/{run}" if server and repo and run else None
 
 
+def step_summary(text: str, environ: Mapping[str, str] | None = None) -> None:
+    """Add ``text`` as a line of the job's summary page (``$GITHUB_STEP_SUMMARY``), when
+    there is one; redacted of the host's secret values."""
+    environ = os.environ if environ is None else environ
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as summary:
+            summary.write(Redactor.from_env().redact(text) + "\n")
+    except OSError as e:
+        print(f"pgs: warning: cannot write the job summary {path}: {e}", file=sys.stderr)
+
+
 def notice(what: str, environ: Mapping[str, str] | None = None) -> str:
     """The comment pgs leaves on the issue when it sends no patch: why, and where the run is.
     Marked (:data:`MARKER`) and redacted of the host's secret values."""

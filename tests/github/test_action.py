@@ -44,6 +44,7 @@ ACTIONS_ENV = (
     "GITHUB_SERVER_URL",
     "GITHUB_RUN_ID",
     "RUNNER_TEMP",
+    "GITHUB_STEP_SUMMARY",
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
 )
@@ -240,6 +241,13 @@ def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
     monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
     monkeypatch.setenv("GITHUB_RUN_ID", "4242")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+
+
+def summary(tmp_path: Path) -> list[str]:
+    """The lines pgs added to the job's summary page."""
+    path = tmp_path / "summary.md"
+    return path.read_text().splitlines() if path.exists() else []
 
 
 @pytest.fixture(scope="module")
@@ -360,6 +368,9 @@ def test_an_issue_labelled_fix_me_gets_a_draft_pull_request(
     assert "return text.upper()" in branch_file(bare, "pgs/issue-7", "textutil.py")
     assert writes(fake) == ["POST /api/v3/repos/octo/textutil/pulls"]
     assert f"opened a draft pull request: {pull['html_url']}" in stderr
+    assert summary(tmp_path) == [
+        f"pgs-agent opened a draft pull request for octo/textutil#7: {pull['html_url']}"
+    ]
     # The run's files are where the workflow uploads them from; the checkout is untouched.
     run = tmp_path / "runner-temp" / "pgs" / "octo__textutil-7"
     assert (run / "octo__textutil-7.patch").read_text() == stdout
@@ -446,6 +457,7 @@ def test_events_not_acted_on_exit_0_with_one_line_and_touch_nothing(
     assert code == 0
     assert stderr.strip().splitlines() == [line]
     assert stdout == "" and requests == [] and fake.requests == []
+    assert summary(tmp_path) == [line.replace("pgs: ", "pgs-agent: ", 1)]
     assert not (tmp_path / "runner-temp" / "pgs").exists()
 
 
@@ -474,6 +486,8 @@ def test_a_refused_patch_is_explained_on_the_issue(
     assert "https://github.com/octo/textutil/actions/runs/4242" in body
     assert "return text.upper()" not in body
     assert writes(fake) == ["POST /api/v3/repos/octo/textutil/issues/7/comments"]
+    [line] = summary(tmp_path)
+    assert line.startswith("pgs-agent sent nothing for octo/textutil#7: the run ended with")
 
 
 def test_a_run_that_fails_says_so_on_the_issue(
