@@ -132,6 +132,12 @@ def cmd_github(args: argparse.Namespace) -> int:
     name, payload = read_event()
     # The config is checked on every event, so a broken workflow fails on the first one.
     config = load_config(args.config, flag_overrides(args))
+    if os.environ.get("GITHUB_ACTIONS") == "true" and config.sandbox.type == "local":
+        raise InputError(
+            "--sandbox local runs the model's commands on the runner, beside GITHUB_TOKEN and "
+            "the model's key, with the network, and the issue's text is anyone's: use the "
+            "Docker sandbox in a workflow"
+        )
     try:
         trigger = decide(name, payload, rules)
     except Skipped as e:

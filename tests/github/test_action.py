@@ -35,6 +35,7 @@ LABELED = json.loads((DATA / "issues-labeled.json").read_text())
 COMMENTED = json.loads((DATA / "issue_comment-created.json").read_text())
 FIX = [bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]
 ACTIONS_ENV = (
+    "GITHUB_ACTIONS",
     "GITHUB_EVENT_PATH",
     "GITHUB_EVENT_NAME",
     "GITHUB_REPOSITORY",
@@ -569,6 +570,10 @@ def test_a_broken_environment_is_one_error_line(
     assert "is not JSON" in error()
     event(monkeypatch, tmp_path, "issues", LABELED)
     assert "--trigger 'please fix' must be one word" in error("--trigger", "please fix")
+    # On a real runner the local sandbox would put the model's commands beside the token.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert "--sandbox local runs the model's commands on the runner" in error()
+    monkeypatch.delenv("GITHUB_ACTIONS")
     monkeypatch.delenv("GITHUB_TOKEN")
     line = error()
     assert "pgs github needs GITHUB_TOKEN" in line and "secrets.GITHUB_TOKEN" in line
