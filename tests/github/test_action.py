@@ -55,8 +55,8 @@ def edited(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
     """A copy of ``payload`` with ``changes`` at paths joined by ``__``
     (``comment__author_association="NONE"``)."""
     out = copy.deepcopy(payload)
-    for dotted, value in changes.items():
-        *parents, last = dotted.split("__")
+    for path, value in changes.items():
+        *parents, last = path.split("__")
         node = out
         for key in parents:
             node = node[key]
