@@ -41,7 +41,11 @@ def register(commands: Any) -> None:
         description="Grade predictions (preds.json) against SWE-bench instances: apply each "
         "model patch in a fresh container of the instance image (network off), apply "
         "test_patch, run the FAIL_TO_PASS and PASS_TO_PASS tests, grade with swebench's log "
-        "parsers and rules. Reports in the swebench harness's shape.",
+        "parsers and rules. Reports and per-instance logs (report.json, test_output.txt, "
+        "run_instance.log, patch.diff) in the swebench harness's layout; the harness's flag "
+        "spellings work too (--predictions_path gold, --instance_ids, --run_id, --max_workers, "
+        "--report_dir, --rewrite_reports). Rerun with the same --run-id and --report-dir: the "
+        "instances graded there are skipped.",
     )
     parser.add_argument(
         "--predictions",

@@ -10,10 +10,17 @@ image's setup changes (made in a published image that left them in the work tree
 tree before the setup commit, as the official evaluation applied such patches
 (:func:`_before_setup`). The instance's evaluation script
 applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
-and rules grade the log. Output, in the harness's layout under ``--report-dir``:
-``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
-``<model>.<run_id>.json`` (``resolved_ids``, ``unresolved_ids``, ``error_ids``,
-``empty_patch_ids``, counts).
+and rules grade the log. Output, in the harness's layout under ``--report-dir`` (default
+``logs/run_evaluation/<run_id>``, the harness's): ``<model>/<instance>/{report.json,
+test_output.txt, run_instance.log, patch.diff, eval.sh}`` (``run_instance.log``: what was done,
+:class:`InstanceLog`) and the summary ``<model>.<run_id>.json`` with the keys of the harness's
+``make_run_report`` (``total_instances`` counts the dataset given, after ``--instance-ids``).
+
+As the harness does, a prediction graded before in the same report folder (its report.json
+there, beside a patch.diff that is the same patch) is not graded again (:func:`earlier_outcome`);
+``force`` grades it again, ``rewrite`` (``--rewrite-reports``) grades again the test output
+there and runs nothing (:func:`regrade`). An instance that timed out, or that failed before it
+was graded (``error.txt``, no report.json), is graded again.
 
 As in the harness, an empty patch is not run and is listed under ``empty_patch_ids``; pgs still
 writes its report.json (``patch_exists: false``, not resolved), so every prediction has one. A

@@ -179,3 +179,25 @@ def test_gold_instance_ids_skip_force_and_rewrite_reports(
     log = (here / LOG_INSTANCE).read_text()
     assert log != first_log and "Container for acme__textkit-1 started" in log
     assert summary_of(out, "gold")["resolved_ids"] == [I1]
+
+
+def test_a_changed_prediction_is_not_taken_for_the_graded_one(
+    dataset: Dataset, tmp_path: Path
+) -> None:
+    from agent.swebench import Instance
+    from agent.swebench.evaluate import earlier_outcome
+
+    instance = Instance.from_record(dataset.record(I1))
+    prediction = {"instance_id": I1, "model_name_or_path": "m", "model_patch": "a patch\n"}
+    here = tmp_path / "m" / I1
+    here.mkdir(parents=True)
+    (here / "patch.diff").write_text("a patch\n")
+    report = {"patch_exists": True, "resolved": True, "tests_status": {}}
+    (here / "report.json").write_text(json.dumps({I1: report}))
+    found = earlier_outcome(instance, prediction, tmp_path)
+    assert found is not None and found.kind == "resolved" and found.earlier
+    assert earlier_outcome(instance, {**prediction, "model_patch": "another\n"}, tmp_path) is None
+    # A run that timed out is graded again, as the harness (no report.json) does.
+    timed_out = {**report, "resolved": False, "error": "tests timed out after 60 s"}
+    (here / "report.json").write_text(json.dumps({I1: timed_out}))
+    assert earlier_outcome(instance, prediction, tmp_path) is None
