@@ -171,12 +171,12 @@ def model_folder(prediction: dict[str, Any]) -> str:
 
 
 def earlier_outcome(
-    instance: Instance, prediction: dict[str, Any], report_dir: Path
+    instance: Instance, prediction: dict[str, Any], report_dir: Path, *, network: bool = False
 ) -> Outcome | None:
     """The outcome of an earlier grading of this same prediction in ``report_dir`` (its
     report.json, next to a patch.diff that is this prediction's patch), or None: not graded,
     graded with another patch, or it timed out (run again, as the harness runs again an
-    instance it wrote no report for)."""
+    instance it wrote no report for), or it was not checkable and ``network`` is now on."""
     iid = instance.instance_id
     log_dir = report_dir / model_folder(prediction) / iid
     try:
@@ -190,6 +190,8 @@ def earlier_outcome(
     if error.startswith("tests timed out"):
         return None
     reason = str(report.get("not_checkable") or "")
+    if reason and network:  # its tests may reach what they need now
+        return None
     if not report.get("patch_exists", True) and prediction.get("model_patch") in ("", None):
         kind = "empty"
     elif error:
@@ -313,7 +315,7 @@ def _judge(
     report = grade(instance, spec, {**prediction, "instance_id": iid}, test_output)
     patch = str(prediction.get("model_patch") or "")
     error = ""
-    if APPLY_PATCH_PASS not in log:
+    if log.startswith(APPLY_PATCH_FAIL):
         apply_output = log.split("\n", 1)[-1]
         why = _malformed(patch)
         malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
@@ -628,7 +630,8 @@ def evaluate(
             found = regrade(i, predictions[i.instance_id], envs, report_dir, network=network)
             outcomes.append(found or Outcome(i.instance_id, "error", error=NO_TEST_OUTPUT))
             continue
-        found = None if force else earlier_outcome(i, predictions[i.instance_id], report_dir)
+        prediction = predictions[i.instance_id]
+        found = None if force else earlier_outcome(i, prediction, report_dir, network=network)
         if found is None:
             todo.append(i)
         else:

@@ -197,6 +197,12 @@ def test_a_changed_prediction_is_not_taken_for_the_graded_one(
     found = earlier_outcome(instance, prediction, tmp_path)
     assert found is not None and found.kind == "resolved" and found.earlier
     assert earlier_outcome(instance, {**prediction, "model_patch": "another\n"}, tmp_path) is None
+    # Not checkable without the network: graded again when --network is given.
+    unreachable = {**report, "resolved": False, "not_checkable": "name resolution failed"}
+    (here / "report.json").write_text(json.dumps({I1: unreachable}))
+    found = earlier_outcome(instance, prediction, tmp_path)
+    assert found is not None and found.kind == "not_checkable"
+    assert earlier_outcome(instance, prediction, tmp_path, network=True) is None
     # A run that timed out is graded again, as the harness (no report.json) does.
     timed_out = {**report, "resolved": False, "error": "tests timed out after 60 s"}
     (here / "report.json").write_text(json.dumps({I1: timed_out}))
