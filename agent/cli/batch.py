@@ -25,7 +25,7 @@ from agent.swebench import (
 )
 from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
-from envs.cli import INFRASTRUCTURE, print_error
+from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -65,8 +65,8 @@ def register(commands: Any) -> None:
         default=3,
         metavar="N",
         help="stop the batch once N instances in a row failed for the same infrastructure "
-        "error (the model endpoint down, Docker gone; they and the rest run on resume); 0: "
-        "never (default: 3)",
+        "error (the model endpoint down, Docker gone) or mistake in the command (a tool "
+        "bundle that fails to install); they and the rest run on resume; 0: never (default: 3)",
     )
     parser.add_argument(
         "--hints", action="store_true", help="append each instance's hints_text to the issue"
@@ -126,7 +126,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return INTERRUPTED
     if batch.halted:
         print_error(batch.halted)
-        return INFRASTRUCTURE
+        return USER_ERROR if batch.halted_by_mistake else INFRASTRUCTURE
     done = ("submitted", "not started", "skipped")  # skipped: another process runs it
     failed = sum(n for s, n in statuses.items() if not s.startswith(done))
     return 1 if failed else 0

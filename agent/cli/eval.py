@@ -13,8 +13,21 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.core.run import check_writable
-from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
-from agent.swebench.evaluate import Outcome, evaluate, load_predictions
+from agent.swebench import (
+    Environments,
+    Instance,
+    InstanceError,
+    load_hub_dataset,
+    load_instances,
+    parse_python_map,
+)
+from agent.swebench.evaluate import (
+    NO_TEST_OUTPUT,
+    Outcome,
+    evaluate,
+    gold_predictions,
+    load_predictions,
+)
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.official import registry_arg
 
@@ -28,21 +41,71 @@ def register(commands: Any) -> None:
         description="Grade predictions (preds.json) against SWE-bench instances: apply each "
         "model patch in a fresh container of the instance image (network off), apply "
         "test_patch, run the FAIL_TO_PASS and PASS_TO_PASS tests, grade with swebench's log "
-        "parsers and rules. Reports in the swebench harness's shape.",
+        "parsers and rules. Reports and per-instance logs (report.json, test_output.txt, "
+        "run_instance.log, patch.diff) in the swebench harness's layout; the harness's flag "
+        "spellings work too (--predictions_path gold, --instance_ids, --run_id, --max_workers, "
+        "--report_dir, --rewrite_reports). Rerun with the same --run-id and --report-dir: the "
+        "instances graded there are skipped.",
     )
-    parser.add_argument("--predictions", required=True, type=Path, help="preds.json or .jsonl")
     parser.add_argument(
-        "--instances", required=True, type=Path, help="SWE-bench records (JSON list or JSONL)"
+        "--predictions",
+        "--predictions_path",
+        required=True,
+        metavar="FILE|gold",
+        help="preds.json or .jsonl; `gold`: the records' own patches (model name gold)",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--instances", type=Path, help="SWE-bench records (JSON list or JSONL): the dataset"
+    )
+    source.add_argument(
+        "--dataset",
+        "--dataset_name",
+        help="a dataset on the Hugging Face hub (needs the network and `datasets`), or a "
+        "records file",
+    )
+    parser.add_argument("--split", default="test", help="split of --dataset (default: test)")
+    parser.add_argument(
+        "--instance-ids",
+        "--instance_ids",
+        nargs="+",
+        metavar="ID",
+        help="grade only these instances of the dataset (they make total_instances)",
     )
     add_environment_flags(parser)
-    parser.add_argument("--workers", type=int, default=1, help="predictions graded at once")
+    parser.add_argument(
+        "--workers", "--max_workers", type=int, default=1, help="predictions graded at once"
+    )
     add_executor_flags(parser)
     parser.add_argument(
         "--report-dir",
+        "--report_dir",
         type=Path,
         help="where reports go (default: logs/run_evaluation/<run id>)",
     )
-    parser.add_argument("--run-id", help="name of this evaluation (default: the time)")
+    parser.add_argument(
+        "--run-id",
+        "--run_id",
+        help="name of this evaluation (default: the time); run again with the same run id and "
+        "report folder, the instances graded there before are skipped",
+    )
+    again = parser.add_mutually_exclusive_group()
+    again.add_argument(
+        "--force",
+        action="store_true",
+        help="grade again, in new containers, the instances graded before in the report folder",
+    )
+    again.add_argument(
+        "--rewrite-reports",
+        "--rewrite_reports",
+        nargs="?",
+        const=True,
+        default=False,
+        type=true_or_false,
+        metavar="BOOL",
+        help="run nothing: grade again the test_output.txt of each instance graded before, "
+        "and rewrite its report.json and the summary",
+    )
     parser.add_argument(
         "--network",
         action="store_true",
@@ -97,18 +160,59 @@ def add_environment_flags(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def true_or_false(text: str) -> bool:
+    """A boolean flag's value as the harness's ``str2bool`` takes it."""
+    value = text.strip().lower()
+    if value in ("true", "yes", "y", "t", "1"):
+        return True
+    if value in ("false", "no", "n", "f", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def load_dataset(args: argparse.Namespace) -> tuple[list[Instance], list[Instance], str]:
+    """The dataset's instances, those of them to grade (``--instance-ids``), and its name."""
+    if args.instances is not None:
+        instances, name = load_instances(args.instances), str(args.instances)
+    elif Path(args.dataset).is_file():
+        instances, name = load_instances(Path(args.dataset)), str(args.dataset)
+    else:
+        instances, name = load_hub_dataset(args.dataset, args.split), str(args.dataset)
+    if args.instance_ids:
+        wanted = set(args.instance_ids)
+        missing = sorted(wanted - {i.instance_id for i in instances})
+        if missing:
+            raise InstanceError(
+                f"--instance-ids not in {name}: {', '.join(missing[:5])}"
+                + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            )
+        return instances, [i for i in instances if i.instance_id in wanted], name
+    return instances, instances, name
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    instances = load_instances(args.instances)
-    predictions = load_predictions(args.predictions)
+    if args.workers < 1:
+        raise InstanceError("--workers must be at least 1")
+    dataset, instances, name = load_dataset(args)
+    if args.predictions == "gold":  # as the harness makes them: the whole dataset's
+        predictions = gold_predictions(dataset)
+        err.print(f"gold predictions: the patches of the {len(dataset)} records")
+    else:
+        predictions = load_predictions(Path(args.predictions))
     known = {i.instance_id for i in instances}
     unknown = sorted(set(predictions) - known)
-    if unknown:
+    if unknown and not args.instance_ids:
         err.print(
-            f"note: {len(unknown)} predictions have no instance in {args.instances}: "
-            f"{', '.join(unknown[:5])}"
+            f"note: {len(unknown)} predictions have no instance in {name}: {', '.join(unknown[:5])}"
+        )
+    lacking = sorted(known - set(predictions))
+    if lacking and args.instance_ids:
+        err.print(
+            f"note: no prediction for {len(lacking)} of --instance-ids: {', '.join(lacking[:5])}"
         )
     if not set(predictions) & known:
-        raise InstanceError(f"no prediction in {args.predictions} matches an instance")
+        selected = "the instances of --instance-ids" if args.instance_ids else "an instance"
+        raise InstanceError(f"no prediction in {args.predictions} matches {selected}")
     run_id = args.run_id or time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     report_dir = args.report_dir or Path("logs") / "run_evaluation" / run_id
     check_writable(report_dir)  # before any image is pulled or built
@@ -119,10 +223,25 @@ def cmd_eval(args: argparse.Namespace) -> int:
         run_id,
         registry=args.registry,
     )
-    total = len(set(predictions) & known)
     executor = make_executor(args.executor, args.workers, args.ray_address)
-    done = 0
-    with err.status(f"grading {total} predictions") as spinner:
+    done = total = 0
+    with err.status("grading") as spinner:
+
+        def on_start(todo: list[Instance], earlier: list[Outcome]) -> None:
+            nonlocal total
+            total = len(todo)
+            if args.rewrite_reports:
+                rewritten = [o for o in earlier if o.error != NO_TEST_OUTPUT]
+                err.print(
+                    f"{len(rewritten)} reports rewritten from their test output in {report_dir}"
+                    f"; {len(earlier) - len(rewritten)} instances have none (not graded before)"
+                )
+            elif earlier:
+                err.print(
+                    f"{len(earlier)} graded instances skipped: graded before in {report_dir} "
+                    "(--force grades them again, --rewrite-reports regrades their test output)"
+                )
+            spinner.update(f"grading {total} predictions")
 
         def on_done(outcome: Outcome) -> None:
             nonlocal done
@@ -141,6 +260,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
             executor=executor,
             network=args.network,
             commands=args.apply_commands,
+            force=args.force,
+            rewrite=bool(args.rewrite_reports),
+            on_start=on_start,
         )
     print_summary(outcomes, path)
     return 0
@@ -163,7 +285,7 @@ def print_summary(outcomes: list[Outcome], path: Path) -> None:
             f"[{styles[o.kind]}]{o.kind}[/]",
             o.counts("FAIL_TO_PASS"),
             o.counts("PASS_TO_PASS"),
-            f"{o.seconds:.1f}s",
+            "before" if o.earlier else f"{o.seconds:.1f}s",
             (o.error or o.reason or "; ".join(o.deviations))[:80],
         )
     out = Console(highlight=False)

@@ -321,6 +321,7 @@ def run_records(
                 timeout=args.timeout,
                 run_id=RUN_ID,
                 executor=make_executor(args.executor, args.workers, args.ray_address),
+                force=args.redo,
             )
     return 0
 

@@ -27,7 +27,9 @@ mix two settings in one folder. A crash in one instance is recorded as ``exit_er
 message in the ``.traj`` and the batch goes on. A crash of the infrastructure (:data:`RETRIED`:
 the model endpoint after its retries, Docker, an image build, the disk) is not the instance's
 result: no prediction, and a resume runs it again; ``stop_after`` of them in a row with the
-same error stop the batch (:attr:`Batch.halted`), leaving the rest untouched.
+same error stop the batch (:attr:`Batch.halted`), leaving the rest untouched. So is a mistake
+in the command that shows only once an instance runs (:data:`MISTAKES`: a tool bundle whose
+install.sh fails, a config error): every instance would fail the same way.
 
 Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`) once: no new instance starts, the
 running ones finish, exit code 130; twice: stop now (containers of running instances are
@@ -59,11 +61,12 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.live import Live
 
-from agent.core.config import RunConfig
+from agent.core.config import ConfigError, RunConfig
 from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED
 from agent.core.locks import Claimed, claim, folder_lock
 from agent.core.run import InputError, RunFailed, Task, output_paths, run_task
 from agent.core.secrets import Redactor
+from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.core.trajectory import write_atomic
 from agent.models import (
     AuthenticationFailed,
@@ -102,16 +105,24 @@ RETRIED: tuple[type[Exception], ...] = (
     AuthenticationFailed,
     ModelNotFound,
 )
+#: Mistakes in the command that show only once an instance runs (a tool bundle whose
+#: install.sh fails in the sandbox, a config the run rejects): the same for every instance, so,
+#: as :data:`RETRIED`, not the instance's result, run again on resume, and counted towards
+#: ``--stop-after``.
+MISTAKES: tuple[type[Exception], ...] = (ConfigError, ToolConfigError, ToolInstallError)
 #: What an instance that failed for infrastructure shows as in the exit statuses.
 INFRASTRUCTURE = "exit_error (infrastructure)"
+#: What an instance that failed on a mistake in the command (:data:`MISTAKES`) shows as.
+MISTAKE = "exit_error (mistake in the command)"
 
 
 def infrastructure_failure(error: BaseException) -> str | None:
     """``"<Error>: <first line>"`` when ``error`` (or the cause of a :class:`RunFailed`) is one
-    of :data:`RETRIED`; None for any other error (the instance's own result)."""
+    of :data:`RETRIED` or :data:`MISTAKES`; None for any other error (the instance's own
+    result)."""
     if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
         error = error.__cause__
-    if not isinstance(error, RETRIED):
+    if not isinstance(error, (*RETRIED, *MISTAKES)):
         return None
     first = (str(error).splitlines() or [""])[0]
     return f"{type(error).__name__}: {first}"[:300]
@@ -122,15 +133,27 @@ def _failed_for_infrastructure(info: dict[str, Any]) -> bool:
     (a ``pgs run``, a batch before the mark) its recorded error names one of :data:`RETRIED`."""
     if info.get("exit_status") != "exit_error":
         return False
-    if info.get("infrastructure"):
+    if info.get("infrastructure") or info.get("mistake"):
         return True
     name = str(info.get("error") or "").split(":", 1)[0]
-    classes, names = list(RETRIED), set()
-    while classes:  # RETRIED and their subclasses (SandboxClosed is a SandboxError)
+    return name in {cls.__name__ for cls in _classes((*RETRIED, *MISTAKES))}
+
+
+def _classes(roots: tuple[type[Exception], ...]) -> list[type[Exception]]:
+    """``roots`` and their subclasses (SandboxClosed is a SandboxError)."""
+    classes, found = list(roots), []
+    while classes:
         cls = classes.pop()
-        names.add(cls.__name__)
+        found.append(cls)
         classes.extend(cls.__subclasses__())
-    return name in names
+    return found
+
+
+def _is_mistake(error: BaseException) -> bool:
+    """``error`` (or the cause of a :class:`RunFailed`) is one of :data:`MISTAKES`."""
+    if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
+        error = error.__cause__
+    return isinstance(error, MISTAKES)
 
 
 def _read_traj(traj_path: Path) -> dict[str, Any] | None:
@@ -196,6 +219,8 @@ class Batch:
     infrastructure: dict[str, str] = field(default_factory=dict)
     #: Why the batch stopped early (several instances in a row failed the same way), or None.
     halted: str | None = None
+    #: The batch stopped early on a mistake in the command (:data:`MISTAKES`), not the machine.
+    halted_by_mistake: bool = False
 
     @cached_property
     def redactor(self) -> Redactor:
@@ -305,13 +330,13 @@ class Batch:
             exit_status, patch = "exit_error", self._record_crash(instance, e)
             failure = infrastructure_failure(e)
             if failure is not None:  # no result: no prediction, a resume runs it again
-                exit_status = INFRASTRUCTURE
+                exit_status = MISTAKE if _is_mistake(e) else INFRASTRUCTURE
                 self.infrastructure[iid] = failure
         finally:
             with progress.lock:
                 progress.slots.pop(slot, None)
         pred_path = output_paths(self.output_dir, iid)["pred"]
-        if exit_status == INFRASTRUCTURE:
+        if exit_status in (INFRASTRUCTURE, MISTAKE):
             pred_path.unlink(missing_ok=True)
             self.save_pred(None, iid)
         else:
@@ -384,6 +409,8 @@ class Batch:
         info.update(exit_status="exit_error", error=message, instance_id=instance.instance_id)
         if isinstance(error, RETRIED):  # not finished: resume runs it again
             info["infrastructure"] = True
+        if isinstance(error, MISTAKES):  # the same: the command's, not the instance's
+            info["mistake"] = True
         patch = str(info.get("submission") or "")
         info["submission"] = patch
         data.setdefault("trajectory", [])
@@ -406,9 +433,17 @@ class Batch:
         if skipped:
             console.print(f"resume: {len(skipped)} finished instances skipped (--redo reruns)")
         if retried:
+            mistakes = [i for i in retried if self._failed_on_mistake(i)]
+            cause = (
+                "on a mistake in the command"
+                if len(mistakes) == len(retried)
+                else "for infrastructure"
+                if not mistakes
+                else "for infrastructure or on a mistake in the command"
+            )
             console.print(
                 f"resume: {_instances(len(retried))} retried: "
-                f"{'they' if len(retried) > 1 else 'it'} failed for infrastructure"
+                f"{'they' if len(retried) > 1 else 'it'} failed {cause}"
             )
         executor = executor or LocalExecutor(self.workers)
         progress = Progress(len(todo), self.workers, self.stats)
@@ -497,6 +532,14 @@ class Batch:
             statuses[f"not started{' (total cost limit)' if why is None else why}"] += len(queue)
         return statuses, skipped
 
+    def _failed_on_mistake(self, instance_id: str) -> bool:
+        """The ``.traj`` of ``instance_id`` says a mistake in the command ended it."""
+        info = (_read_traj(output_paths(self.output_dir, instance_id)["traj"]) or {}).get("info")
+        if not isinstance(info, dict):
+            return False
+        name = str(info.get("error") or "").split(":", 1)[0]
+        return bool(info.get("mistake")) or name in {c.__name__ for c in _classes(MISTAKES)}
+
     def _claim(self, instance: Instance) -> contextlib.ExitStack | str:
         """Hold ``instance`` in the output folder for its run (:func:`agent.core.locks.claim`);
         the status to report instead when another process runs it now or finished it since
@@ -524,8 +567,11 @@ class Batch:
             streak.clear()
         streak.append(failure)
         if self.stop_after and len(streak) >= self.stop_after and not self.halted:
+            name = failure.split(":", 1)[0]
+            self.halted_by_mistake = any(name == cls.__name__ for cls in _classes(MISTAKES))
+            why = "on a mistake in the command" if self.halted_by_mistake else "for infrastructure"
             self.halted = self.redactor.redact(
-                f"stopped early: {_instances(len(streak))} in a row failed for infrastructure "
+                f"stopped early: {_instances(len(streak))} in a row failed {why} "
                 f"({failure}); fix it and rerun with --output-dir {self.output_dir}: they run "
                 "again, and so do the instances not started"
             )

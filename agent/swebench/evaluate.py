@@ -10,10 +10,17 @@ image's setup changes (made in a published image that left them in the work tree
 tree before the setup commit, as the official evaluation applied such patches
 (:func:`_before_setup`). The instance's evaluation script
 applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
-and rules grade the log. Output, in the harness's layout under ``--report-dir``:
-``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
-``<model>.<run_id>.json`` (``resolved_ids``, ``unresolved_ids``, ``error_ids``,
-``empty_patch_ids``, counts).
+and rules grade the log. Output, in the harness's layout under ``--report-dir`` (default
+``logs/run_evaluation/<run_id>``, the harness's): ``<model>/<instance>/{report.json,
+test_output.txt, run_instance.log, patch.diff, eval.sh}`` (``run_instance.log``: what was done,
+:class:`InstanceLog`) and the summary ``<model>.<run_id>.json`` with the keys of the harness's
+``make_run_report`` (``total_instances`` counts the dataset given, after ``--instance-ids``).
+
+As the harness does, a prediction graded before in the same report folder (its report.json
+there, beside a patch.diff that is the same patch) is not graded again (:func:`earlier_outcome`);
+``force`` grades it again, ``rewrite`` (``--rewrite-reports``) grades again the test output
+there and runs nothing (:func:`regrade`). An instance that timed out, or that failed before it
+was graded (``error.txt``, no report.json), is graded again.
 
 As in the harness, an empty patch is not run and is listed under ``empty_patch_ids``; pgs still
 writes its report.json (``patch_exists: false``, not resolved), so every prediction has one. A
@@ -41,6 +48,7 @@ import json
 import re
 import shlex
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +85,18 @@ EMPTY_REPORT: dict[str, Any] = {
     "patch_successfully_applied": False,
     "resolved": False,
 }
+#: The files of one instance's folder, named as swebench names them (``LOG_REPORT``,
+#: ``LOG_TEST_OUTPUT``, ``LOG_INSTANCE``), and pgs's note of an instance it could not grade.
+REPORT, TEST_OUTPUT, RUN_LOG, ERROR = (
+    "report.json",
+    "test_output.txt",
+    "run_instance.log",
+    "error.txt",
+)
+#: How the harness ends the test output of a run that timed out.
+TIMEOUT = re.compile(r"\n\nTimeout error: (\d+(?:\.\d+)?) seconds exceeded\.\s*\Z")
+#: The error of an instance ``--rewrite-reports`` could not grade again.
+NO_TEST_OUTPUT = "no test output to grade again (--rewrite-reports runs nothing)"
 MALFORMED_SIGNS = (
     "corrupt patch",
     "No valid patches in input",
@@ -100,6 +120,8 @@ class Outcome:
     deviations: list[str] = field(default_factory=list)
     #: why the tests could not be checked here (kind ``not_checkable``)
     reason: str = ""
+    #: graded by an earlier ``pgs eval`` with this run id and report folder, not again now
+    earlier: bool = False
 
     def counts(self, key: str) -> str:
         status = ((self.report or {}).get(self.instance_id) or {}).get("tests_status") or {}
@@ -128,6 +150,96 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
             raise InstanceError(f"{path}: every prediction needs an instance_id")
         out[str(item["instance_id"])] = item
     return out
+
+
+def gold_predictions(instances: list[Instance]) -> dict[str, dict[str, Any]]:
+    """The records' own patches as predictions (model ``gold``), as the harness's
+    ``--predictions_path gold`` makes them."""
+    return {
+        i.instance_id: {
+            "instance_id": i.instance_id,
+            "model_name_or_path": "gold",
+            "model_patch": i.patch,
+        }
+        for i in instances
+    }
+
+
+def model_folder(prediction: dict[str, Any]) -> str:
+    """The folder of a prediction's model under the report folder, as the harness names it."""
+    return str(prediction.get("model_name_or_path") or "None").replace("/", "__")
+
+
+def earlier_outcome(
+    instance: Instance, prediction: dict[str, Any], report_dir: Path, *, network: bool = False
+) -> Outcome | None:
+    """The outcome of an earlier grading of this same prediction in ``report_dir`` (its
+    report.json, next to a patch.diff that is this prediction's patch), or None: not graded,
+    graded with another patch, or it timed out (run again, as the harness runs again an
+    instance it wrote no report for), or it was not checkable and ``network`` is now on."""
+    iid = instance.instance_id
+    log_dir = report_dir / model_folder(prediction) / iid
+    try:
+        report = json.loads((log_dir / REPORT).read_text(encoding="utf-8"))[iid]
+        graded_patch = (log_dir / "patch.diff").read_text(encoding="utf-8")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(report, dict) or graded_patch != (prediction.get("model_patch") or ""):
+        return None
+    error = str(report.get("error") or "")
+    if error.startswith("tests timed out"):
+        return None
+    reason = str(report.get("not_checkable") or "")
+    if reason and network:  # its tests may reach what they need now
+        return None
+    if not report.get("patch_exists", True) and prediction.get("model_patch") in ("", None):
+        kind = "empty"
+    elif error:
+        kind = "error"
+    elif reason:
+        kind = "not_checkable"
+    else:
+        kind = "resolved" if report.get("resolved") else "unresolved"
+    deviations = [str(d) for d in report.get("deviations") or []]
+    return Outcome(iid, kind, {iid: report}, error, 0.0, deviations, reason, earlier=True)
+
+
+def regrade(
+    instance: Instance,
+    prediction: dict[str, Any],
+    envs: Environments,
+    report_dir: Path,
+    *,
+    network: bool = False,
+) -> Outcome | None:
+    """``--rewrite-reports``: grade again the test_output.txt an earlier grading left, run
+    nothing; None when there is none (the harness's ``rewrite_reports`` skips such instances)."""
+    iid = instance.instance_id
+    log_dir = report_dir / model_folder(prediction) / iid
+    test_output = log_dir / TEST_OUTPUT
+    if prediction.get("model_patch") in ("", None):
+        return earlier_outcome(instance, prediction, report_dir)
+    if not test_output.is_file():
+        return None
+    try:
+        old = json.loads((log_dir / REPORT).read_text(encoding="utf-8"))[iid]
+        deviations = [str(d) for d in old.get("deviations") or []]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        deviations = []
+    try:
+        spec = envs.spec(instance)
+        report, kind, error, reason = _judge(
+            instance, spec, prediction, test_output, network=network, deviations=deviations
+        )
+    except (EnvError, InstanceError) as e:
+        return Outcome(iid, "error", None, str(e))
+    write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
+    out = InstanceLog(log_dir / RUN_LOG, fresh=False)
+    out.info(
+        f"pgs eval --rewrite-reports, run {envs.run_id}: {REPORT} rewritten from {TEST_OUTPUT}"
+    )
+    out.info(_result_line(iid, kind, report, error, reason))
+    return Outcome(iid, kind, report, error, 0.0, deviations, reason)
 
 
 def apply_commands(chain: str = "harness") -> tuple[str, ...]:
@@ -170,6 +282,67 @@ def _malformed(patch: str) -> str | None:
     return None
 
 
+class InstanceLog:
+    """``run_instance.log`` (swebench's ``LOG_INSTANCE``): what pgs did for one instance, one
+    entry per step, in the harness's logger format (``<time> - INFO - <message>``), appended as
+    it happens so that a crash leaves what came before."""
+
+    def __init__(self, path: Path, *, fresh: bool = True) -> None:
+        self.path = path
+        if fresh or not path.is_file():
+            path.write_text("", encoding="utf-8")
+
+    def info(self, message: str, level: str = "INFO") -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} - {level} - {message.rstrip()}\n")
+
+
+def _judge(
+    instance: Instance,
+    spec: Any,
+    prediction: dict[str, Any],
+    test_output: Path,
+    *,
+    network: bool,
+    deviations: list[str],
+    timeout: float | None = None,
+) -> tuple[dict[str, Any], str, str, str]:
+    """Grade ``test_output`` (what :func:`evaluate_one` wrote) with swebench's rules and add
+    pgs's fields: (report, kind, error, reason)."""
+    iid = instance.instance_id
+    log = test_output.read_text(encoding="utf-8", errors="replace")
+    report = grade(instance, spec, {**prediction, "instance_id": iid}, test_output)
+    patch = str(prediction.get("model_patch") or "")
+    error = ""
+    if log.startswith(APPLY_PATCH_FAIL):
+        apply_output = log.split("\n", 1)[-1]
+        why = _malformed(patch)
+        malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
+        said = [
+            line
+            for line in apply_output.splitlines()
+            if line.strip() and not line.startswith(("$ ", "Failed to apply patch"))
+        ]
+        first = next((line for line in said if line.startswith("error:")), None)
+        last = first or (said[-1] if said else "")
+        error = f"malformed patch: {why or last}" if malformed else f"patch does not apply: {last}"
+    elif TIMEOUT.search(log):
+        seconds = timeout if timeout is not None else float(TIMEOUT.findall(log)[-1])
+        error = f"tests timed out after {seconds:.0f} s"
+    reason = ""
+    if error:
+        report[iid]["error"] = error
+    elif not report[iid]["resolved"]:
+        reason = network_failure(log, network=network) or ""
+    if reason:
+        report[iid]["not_checkable"] = reason
+    if deviations:
+        report[iid]["deviations"] = deviations
+    kind = "error" if error else ("resolved" if report[iid]["resolved"] else "unresolved")
+    return report, "not_checkable" if reason else kind, error, reason
+
+
 def evaluate_one(
     instance: Instance,
     prediction: dict[str, Any],
@@ -180,84 +353,116 @@ def evaluate_one(
     network: bool = False,
     commands: str = "harness",
 ) -> Outcome:
-    """Grade one prediction; every failure becomes an ``error`` outcome, never an exception."""
+    """Grade one prediction; every failure becomes an ``error`` outcome, never an exception.
+    What it did goes to ``run_instance.log`` beside the report (:class:`InstanceLog`)."""
     from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 
     started = time.monotonic()
     iid = instance.instance_id
-    model = str(prediction.get("model_name_or_path") or "None").replace("/", "__")
+    model = model_folder(prediction)
     log_dir = report_dir / model / iid
     patch = prediction.get("model_patch")
     log_dir.mkdir(parents=True, exist_ok=True)
+    _clear(log_dir)
+    out = InstanceLog(log_dir / RUN_LOG)
+    out.info(f"pgs eval, run {envs.run_id}: {iid}, model {model}")
     write_atomic(log_dir / "patch.diff", patch or "")
     if patch in ("", None):
         report = {iid: {**EMPTY_REPORT, "patch_is_None": patch is None}}
-        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
+        write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
+        out.info("Empty patch: not run (listed under empty_patch_ids), not resolved")
         return Outcome(iid, "empty", report, seconds=time.monotonic() - started)
     assert isinstance(patch, str)
     try:
         chain = apply_commands(commands)
         spec = envs.spec(instance)
         image = envs.image(instance)
+        how = "pulled" if image.pulled else "cached" if image.cache_hit else "built"
+        out.info(f"Image: {image.tag} ({envs.image_source}, {how}, Python {image.python})")
+        for deviation in image.deviations:
+            out.info(f"Deviation from the official environment: {deviation}")
         script = eval_script(instance, spec)
         write_atomic(log_dir / "eval.sh", script)
         config = DockerSandboxConfig(
             image=image.tag, repo_path=TESTBED, network=network, timeout=timeout
         )
         with DockerSandbox(config, run_id=envs.run_id) as box:
+            name = getattr(box.container, "name", "") or getattr(box.container, "id", "")
+            out.info(f"Container for {iid} started: {name} (network {'on' if network else 'off'})")
             box.write_file("/tmp/patch.diff", patch)  # as the harness writes it, byte for byte
+            out.info(
+                f"Patch written to patch.diff ({len(patch.encode())} bytes) and "
+                f"/tmp/patch.diff, now applying with the {commands} commands: " + "; ".join(chain)
+            )
             reverted = _before_setup(box)
-            applied, apply_output = _apply(box, chain)
+            if reverted:
+                out.info(reverted)
+            applied, apply_output = _apply(box, chain, out)
             apply_output = reverted + apply_output
+            timed_out = False
             if applied:
                 log = f"{APPLY_PATCH_PASS}:\n{apply_output}\n"
+                diff = box.run("git -c core.fileMode=false diff").output.strip()
+                out.info(f"Git diff before:\n{diff}")
                 box.write_file("/eval.sh", script, mode=0o755)
+                out.info(
+                    f"Eval script written to eval.sh; running /bin/bash /eval.sh "
+                    f"(timeout {timeout:.0f} s)"
+                )
                 run = box.run("/bin/bash /eval.sh", timeout=timeout, max_output=1 << 26)
                 log += run.output
                 timed_out = run.timed_out
+                out.info(
+                    f"Test runtime: {run.duration:_.2f} seconds; exit code {run.exit_code}"
+                    + ("; timed out" if timed_out else "")
+                )
                 if timed_out:
                     log += f"\n\nTimeout error: {timeout:.0f} seconds exceeded."
             else:
                 log = f"{APPLY_PATCH_FAIL}:\n{apply_output}\n"
-        write_atomic(log_dir / "test_output.txt", log)
-        prediction = {**prediction, "instance_id": iid}
-        report = grade(instance, spec, prediction, log_dir / "test_output.txt")
-        error = ""
-        if not applied:
-            why = _malformed(patch)
-            malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
-            said = [
-                line
-                for line in apply_output.splitlines()
-                if line.strip() and not line.startswith(("$ ", "Failed to apply patch"))
-            ]
-            first = next((line for line in said if line.startswith("error:")), None)
-            last = first or (said[-1] if said else "")
-            error = (
-                f"malformed patch: {why or last}" if malformed else f"patch does not apply: {last}"
-            )
-        elif timed_out:
-            error = f"tests timed out after {timeout:.0f} s"
-        reason = ""
-        if error:
-            report[iid]["error"] = error
-        elif not report[iid]["resolved"]:
-            reason = network_failure(log, network=network) or ""
-        if reason:
-            report[iid]["not_checkable"] = reason
-        if image.deviations:
-            report[iid]["deviations"] = image.deviations
-        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
-        kind = "error" if error else ("resolved" if report[iid]["resolved"] else "unresolved")
-        kind = "not_checkable" if reason else kind
+                out.info(f"{APPLY_PATCH_FAIL}: no command applied the patch; tests not run")
+        write_atomic(log_dir / TEST_OUTPUT, log)
+        out.info(f"Test output for {iid} written to {TEST_OUTPUT}; grading it")
+        report, kind, error, reason = _judge(
+            instance,
+            spec,
+            prediction,
+            log_dir / TEST_OUTPUT,
+            network=network,
+            deviations=image.deviations,
+            timeout=timeout if timed_out else None,
+        )
+        write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
+        out.info(_result_line(iid, kind, report, error, reason))
         seconds = time.monotonic() - started
         return Outcome(iid, kind, report, error, seconds, image.deviations, reason)
     except (EnvError, InstanceError) as e:
         error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation
         error = f"{type(e).__name__}: {e}"
-    write_atomic(log_dir / "error.txt", error + "\n")
+        out.info(traceback.format_exc(), "ERROR")
+    write_atomic(log_dir / ERROR, error + "\n")
+    out.info(f"Error in evaluating {iid} (no report; a rerun grades it again): {error}", "ERROR")
     return Outcome(iid, "error", None, error, time.monotonic() - started)
+
+
+def _clear(log_dir: Path) -> None:
+    """Remove an earlier grading's results from ``log_dir``: never read as this one's."""
+    for stale in (REPORT, TEST_OUTPUT, ERROR):
+        (log_dir / stale).unlink(missing_ok=True)
+
+
+def _result_line(iid: str, kind: str, report: dict[str, Any], error: str, reason: str) -> str:
+    status = report[iid].get("tests_status") or {}
+    counts = []
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        part = status.get(key) or {}
+        ok, bad = len(part.get("success", [])), len(part.get("failure", []))
+        counts.append(f"{key} {ok}/{ok + bad}")
+    why = f" ({error or reason})" if error or reason else ""
+    return f"Result for {iid}: resolved: {report[iid]['resolved']}; {kind}{why}; " + ", ".join(
+        counts
+    )
 
 
 def evaluate_detached(
@@ -310,17 +515,24 @@ def _before_setup(box: Any) -> str:
     return ""
 
 
-def _apply(box: Any, commands: tuple[str, ...]) -> tuple[bool, str]:
+def _apply(box: Any, commands: tuple[str, ...], log: InstanceLog | None = None) -> tuple[bool, str]:
     """The harness's patch commands in ``/testbed``, as its ``run_instance`` runs them: in
     order, in the same tree (no reset between two: a partial ``--reject`` stays), the first
-    that exits 0 applied the patch; (applied, the commands' outputs)."""
+    that exits 0 applied the patch; (applied, the commands' outputs). Each command, its exit
+    code and output go to ``log`` too."""
     output = ""
     for command in commands:
         result = box.run(f"{command} /tmp/patch.diff")
         output += f"$ {command} /tmp/patch.diff\n{result.output}"
+        if log is not None:
+            log.info(f"$ {command} /tmp/patch.diff (exit code {result.exit_code})\n{result.output}")
         if result.ok:
+            if log is not None:
+                log.info(f"{APPLY_PATCH_PASS}: by {command}")
             return True, output
         output += f"Failed to apply patch to container: {command}\n"
+        if log is not None:
+            log.info(f"Failed to apply patch to container: {command}")
     return False, output
 
 
@@ -343,7 +555,9 @@ def summarize(
     instances: list[Instance],
     run_id: str,
 ) -> dict[str, Any]:
-    """The harness's run report (``make_run_report``'s keys), plus pgs's errors/deviations."""
+    """The harness's run report (``make_run_report``'s keys) for the dataset ``instances`` (the
+    instances given, after ``--instance-ids``: ``total_instances``), plus pgs's
+    not_checkable, errors and deviations."""
     by_kind: dict[str, list[str]] = {
         "resolved": [],
         "unresolved": [],
@@ -353,7 +567,6 @@ def summarize(
     }
     for o in outcomes:
         by_kind[o.kind].append(o.instance_id)
-    ran = {o.instance_id for o in outcomes}
     completed = sorted(
         o.instance_id
         for o in outcomes
@@ -369,7 +582,9 @@ def summarize(
         "error_instances": len(by_kind["error"]),
         "not_checkable_instances": len(by_kind["not_checkable"]),
         "completed_ids": completed,
-        "incomplete_ids": sorted(i.instance_id for i in instances if i.instance_id not in ran),
+        "incomplete_ids": sorted(
+            i.instance_id for i in instances if i.instance_id not in predictions
+        ),
         "empty_patch_ids": sorted(by_kind["empty"]),
         "submitted_ids": sorted(predictions),
         "resolved_ids": sorted(by_kind["resolved"]),
@@ -397,18 +612,40 @@ def evaluate(
     executor: Executor | None = None,
     network: bool = False,
     commands: str = "harness",
+    force: bool = False,
+    rewrite: bool = False,
+    on_start: Any = None,
 ) -> tuple[list[Outcome], Path]:
-    """Grade every prediction that has an instance; returns the outcomes and the summary path."""
+    """Grade every prediction that has an instance in ``instances`` (the dataset); returns the
+    outcomes and the summary path. A prediction graded before in ``report_dir``
+    (:func:`earlier_outcome`) is not graded again unless ``force``; ``rewrite`` grades again
+    the test outputs there and runs nothing (:func:`regrade`). ``on_start(to_grade, earlier)``
+    is called with the two lists of outcomes-to-be once they are known."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
     wanted = [i for i in instances if i.instance_id in predictions]
-    executor = executor or LocalExecutor(max(1, workers))
     outcomes: list[Outcome] = []
-    queue = list(reversed(wanted))
+    todo: list[Instance] = []
+    for i in wanted:
+        if rewrite:
+            found = regrade(i, predictions[i.instance_id], envs, report_dir, network=network)
+            outcomes.append(found or Outcome(i.instance_id, "error", error=NO_TEST_OUTPUT))
+            continue
+        prediction = predictions[i.instance_id]
+        found = None if force else earlier_outcome(i, prediction, report_dir, network=network)
+        if found is None:
+            todo.append(i)
+        else:
+            outcomes.append(found)
+    if on_start is not None:
+        on_start(todo, outcomes)
+    executor = executor or LocalExecutor(max(1, workers))
+    queue = list(reversed(todo))
     try:
         while queue or executor.in_flight():
             while queue and executor.in_flight() < executor.workers:
                 i = queue.pop()
                 prediction = predictions[i.instance_id]
+                _clear(report_dir / model_folder(prediction) / i.instance_id)
                 if executor.shares_files:
                     here = functools.partial(
                         evaluate_one, timeout=timeout, network=network, commands=commands
@@ -429,9 +666,9 @@ def evaluate(
     finally:
         executor.close()
     outcomes.sort(key=lambda o: o.instance_id)
-    summary = summarize(outcomes, predictions, wanted, run_id)
-    models = {str(p.get("model_name_or_path") or "None") for p in predictions.values()}
-    model = sorted(models)[0].replace("/", "__") if models else "None"
+    summary = summarize(outcomes, predictions, instances, run_id)
+    models = {model_folder(p) for p in predictions.values()}
+    model = sorted(models)[0] if models else "None"
     path = report_dir / f"{model}.{run_id}.json"
     write_atomic(path, json.dumps(summary, indent=4))
     return outcomes, path

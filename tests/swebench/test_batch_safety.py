@@ -1,6 +1,7 @@
 """Batches that lose nothing, through the real ``pgs batch``: an instance the model endpoint
 (or Docker) failed is not finished and a resume runs it again; a batch stops after several
-instances in a row failed the same way; two batches writing into one folder at once (real
+instances in a row failed the same way (the endpoint, or a tool bundle that fails to install
+in every instance); two batches writing into one folder at once (real
 processes) keep every prediction; a resume with another model or feedback mode is refused.
 
 The local sandbox and the scripted model server on 127.0.0.1: Docker is not the point here;
@@ -89,6 +90,38 @@ def test_endpoint_down_stops_the_batch_and_resume_retries_what_failed(
     preds = json.loads((out / "preds.json").read_text())
     assert sorted(preds) == IDS
     assert all("# checked" in p["model_patch"] for p in preds.values())
+
+
+def test_a_mistake_every_instance_makes_stops_the_batch_and_resume_retries_them(
+    dataset: Dataset, four: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A tool bundle whose install.sh fails: the command's mistake, the same in every instance.
+    bundle = tmp_path / "broken"
+    (bundle / "bin").mkdir(parents=True)
+    (bundle / "config.yaml").write_text("tools: {}\n")
+    (bundle / "install.sh").write_text("false\n")
+    out = tmp_path / "run"
+    broken = ["--tools.bundles", json.dumps([str(bundle)])]
+    with ScriptedServer(editing) as server:
+        code = main([*local(dataset, server.url, out, *broken, instances=four)])
+        err = capsys.readouterr().err
+        assert code == 2, err  # a mistake in the command, not the machine
+        [line] = error_lines(err)
+        assert "stopped early: 3 instances in a row failed on a mistake in the command" in line
+        assert "ToolInstallError: installing tool bundle 'broken' failed" in line
+        assert (
+            not (out / "preds.json").exists() or json.loads((out / "preds.json").read_text()) == {}
+        )
+        assert not (out / IDS[3]).exists()  # never started
+
+        # The bundle left out: the three that failed run again, and the one not started.
+        code = main(local(dataset, server.url, out, instances=four))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "resume: 3 instances retried: they failed on a mistake in the command" in err
+    assert "finished instances skipped" not in err
+    preds = json.loads((out / "preds.json").read_text())
+    assert sorted(preds) == IDS
 
 
 def test_stop_after_zero_runs_every_instance(

@@ -242,7 +242,13 @@ def test_batch_and_eval_on_ray_match_the_local_executor(
         ]
         assert reports[0] == reports[1]
         names = {p.name for p in (tmp_path / "ev-ray" / "scripted" / iid).iterdir()}
-        assert names == {"report.json", "test_output.txt", "patch.diff", "eval.sh"}
+        assert names == {
+            "report.json",
+            "test_output.txt",
+            "patch.diff",
+            "eval.sh",
+            "run_instance.log",
+        }
 
 
 @pytest.mark.docker
