@@ -27,6 +27,7 @@ from agent.core.run import (
     Task,
     apply_patch,
     check_output_dir,
+    check_prices,
     check_repo,
     check_writable,
     default_output_dir,
@@ -194,6 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     github = github_config(args)
     hooks: list[RunHook] = []
     if args.repo is None or looks_like_url(args.issue):  # agent/github/pr.py clones
+        check_prices(config)  # before the clone
         task, pr_hook = github_task(
             args.issue,
             github,
@@ -210,6 +212,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pr_hook = None
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
         task = load_issue(args.issue, repo)
+        check_prices(config)  # before any image or sandbox work
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
     result = run_with_progress(task, config, output_dir, overwrite=args.overwrite, hooks=hooks)
