@@ -326,8 +326,7 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
     console.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
         f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
-        f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}) | time: "
-        f"{result.trajectory.info.get('duration', 0):.1f}s"
+        f"{_cost(result, stats)} | time: {result.trajectory.info.get('duration', 0):.1f}s"
     )
     pgs = PGSRecord.from_trajectory(result.trajectory)
     if pgs.mode != "none":
@@ -345,3 +344,12 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
             if r.selection:
                 console.print(redact(f"  round {r.round}: {r.selection.why}"))
     console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
+
+
+def _cost(result: RunResult, stats: dict[str, float]) -> str:
+    """The cost and where its price came from (``model_stats.price_source``)."""
+    source = (result.trajectory.info.get("model_stats") or {}).get("price_source")
+    if source == "unpriced":
+        return "cost: not counted (no price known, cost limits off)"
+    where = f"; {source} price" if source else ""
+    return f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}{where})"
