@@ -186,7 +186,8 @@ class ModelConfig(BaseModel):
 
     name: str = Field(
         description='Model name sent to the server; "human" reads stdin, "replay" answers '
-        "in-process from model.script."
+        "in-process from model.script; provider/model (anthropic/claude-sonnet-4-5) goes "
+        "through litellm."
     )
     base_url: str | None = Field(
         default=None, description="Server base URL; None → $OPENAI_BASE_URL → the OpenAI API."
@@ -223,8 +224,9 @@ class ModelConfig(BaseModel):
     model_class: str | None = Field(
         default=None,
         description="The model implementation, over the choice made by name: a built-in "
-        "(openai, human, replay) or an import path package.module:Class, constructed as "
-        "Class(config, global_stats).",
+        "(openai, litellm, human, replay) or an import path package.module:Class, constructed "
+        "as Class(config, global_stats). litellm (pip install 'pgs-agent[litellm]') is chosen "
+        "by a provider prefix too: anthropic/..., gemini/..., bedrock/...",
     )
     script: str | None = Field(
         default=None,
