@@ -334,7 +334,7 @@ class ModelStats(BaseModel):
     #: Where the price came from ("config", "table", "litellm"); "unpriced" when no price is
     #: known and no cost limit is on (the cost then counts 0); None for models that bill
     #: nothing (human, replay unless priced).
-    price_source: str | None = None
+    price_source: PriceSource | Literal["unpriced"] | None = None
     #: The price used, (input, output) USD per 1M tokens.
     price: tuple[float, float] | None = None
 

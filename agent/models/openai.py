@@ -6,7 +6,9 @@ Errors from the `openai` package never escape: they are translated here into the
 an answer that is no chat completion: an HTML page, truncated JSON, a choice without a message,
 non-numeric usage) are retried here with tenacity, exponential backoff and `Retry-After`
 honoured; the `openai` client's own retries are off (`max_retries=0`) so that every attempt is
-ours and counted. The API key is read from the environment variable named by
+ours and counted. The cost of an answer is its reported tokens at the model's price
+(`ModelConfig.pricing`); without a price the model refuses to start while a cost limit is on
+(`UnknownPrice`). The API key is read from the environment variable named by
 `ModelConfig.api_key_env` at call time and never stored in the config, a trajectory, a log
 record or an exception message.
 """
