@@ -22,6 +22,7 @@ its "give feedback" lines are off.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from agent.models.base import (
@@ -31,7 +32,6 @@ from agent.models.base import (
     ModelClassError,
     ModelConfig,
     ModelError,
-    ServerError,
     is_transient_status,
 )
 from agent.models.openai import OpenAIModel
@@ -118,14 +118,18 @@ class LiteLLMModel(OpenAIModel):
                 "or shorter observations"
             )
         translated = super()._translate(exc)
-        if isinstance(translated, ServerError) or type(translated) is not ModelError:
-            return translated
-        return ModelError(f"model call to {self.base_url} failed: {_first_line(exc)}")
+        if type(translated) is ModelError:  # no status: litellm's own words, first line
+            return ModelError(f"model call to {self.base_url} failed: {_first_line(exc)}")
+        # litellm's messages end with advice to its own users ("Handle with `litellm.X`.").
+        return type(translated)(_HANDLE_WITH.sub("", str(translated)))
 
     def _served_hint(self) -> str:
         return f"check the name (litellm's form: provider/model) and {self._provider}'s model list"
 
 
+_HANDLE_WITH = re.compile(r"\s*Handle with `litellm\.\w+`\.?")
+
+
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+    text = _HANDLE_WITH.sub("", str(exc)).strip()
     return text.splitlines()[0] if text else type(exc).__name__
