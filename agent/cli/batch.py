@@ -14,7 +14,7 @@ from rich.table import Table
 from agent.cli.eval import add_environment_flags
 from agent.core.config import add_config_flags, flag_overrides, load_config
 from agent.core.errors import INTERRUPTED
-from agent.core.run import check_writable, default_output_dir
+from agent.core.run import check_prices, check_writable, default_output_dir
 from agent.swebench import (
     Environments,
     InstanceError,
@@ -97,6 +97,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     if not chosen:
         raise InstanceError("no instance left after --filter / --slice")
+    check_prices(config)  # before any image work
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before any image work
     envs = Environments(

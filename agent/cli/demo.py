@@ -13,7 +13,7 @@ from rich.console import Console
 
 from agent.cli.run import run_with_progress
 from agent.core.config import load_config
-from agent.core.run import InputError, load_issue
+from agent.core.run import InputError, check_prices, load_issue
 from envs import scratch
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
@@ -76,6 +76,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             err.print(f"no OPENAI_API_KEY: replaying a recorded session through {server.url}")
         try:
             config = load_config(None, overrides)
+            check_prices(config)  # before the image is built
             # The demo's folder is the demo's own: each demo replaces the last one's results.
             result = run_with_progress(task, config, args.output_dir, overwrite=True)
         finally:

@@ -57,6 +57,7 @@ from agent.core.errors import INTERRUPTED
 from agent.core.run import (
     InputError,
     check_output_dir,
+    check_prices,
     default_output_dir,
     load_issue,
     output_paths,
@@ -235,6 +236,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     check_config(config, rows)
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
+    check_prices(config)  # before any row starts
     output_dir = args.output_dir or default_output_dir(f"ladder-{config.model.name}")
     if not args.redo:
         for row in rows:

@@ -27,6 +27,7 @@ from agent.core.run import (
     Task,
     apply_patch,
     check_output_dir,
+    check_prices,
     check_repo,
     check_writable,
     default_output_dir,
@@ -194,6 +195,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     github = github_config(args)
     hooks: list[RunHook] = []
     if args.repo is None or looks_like_url(args.issue):  # agent/github/pr.py clones
+        check_prices(config)  # before the clone
         task, pr_hook = github_task(
             args.issue,
             github,
@@ -210,6 +212,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pr_hook = None
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
         task = load_issue(args.issue, repo)
+        check_prices(config)  # before any image or sandbox work
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
     result = run_with_progress(task, config, output_dir, overwrite=args.overwrite, hooks=hooks)
@@ -323,8 +326,7 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
     console.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
         f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
-        f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}) | time: "
-        f"{result.trajectory.info.get('duration', 0):.1f}s"
+        f"{_cost(result, stats)} | time: {result.trajectory.info.get('duration', 0):.1f}s"
     )
     pgs = PGSRecord.from_trajectory(result.trajectory)
     if pgs.mode != "none":
@@ -342,3 +344,12 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
             if r.selection:
                 console.print(redact(f"  round {r.round}: {r.selection.why}"))
     console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
+
+
+def _cost(result: RunResult, stats: dict[str, float]) -> str:
+    """The cost and where its price came from (``model_stats.price_source``)."""
+    source = (result.trajectory.info.get("model_stats") or {}).get("price_source")
+    if source == "unpriced":
+        return "cost: not counted (no price known, cost limits off)"
+    where = f"; {source} price" if source else ""
+    return f"cost: ${stats['instance_cost']:.4f} (Tester ${stats['tester_cost']:.4f}{where})"

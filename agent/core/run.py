@@ -34,7 +34,7 @@ from agent.core.secrets import Redactor
 from agent.core.toolenv import sandbox_image
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory, write_atomic
-from agent.models import GlobalStats, ModelError, get_model
+from agent.models import GlobalStats, ModelConfig, ModelError, check_priced, get_model
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
@@ -368,6 +368,25 @@ def write_results(
         raise OutputNotWritten(failed[0], failed[1], kept, submission) from failed[1]
 
 
+def tester_model_config(config: RunConfig) -> ModelConfig:
+    """The Tester's model: the Generator's, with ``pgs.tester_model`` / ``tester_base_url``."""
+    return config.model.model_copy(
+        update={
+            "name": config.pgs.tester_model or config.model.name,
+            "base_url": config.pgs.tester_base_url or config.model.base_url,
+        }
+    )
+
+
+def check_prices(config: RunConfig) -> None:
+    """Before a run starts (no clone, image or sandbox yet): every model it calls has a price
+    while a cost limit is on (:func:`agent.models.check_priced`), else one line saying how to
+    give one or turn the limits off; and its model class can be imported."""
+    check_priced(config.model)
+    if config.pgs.tester_model not in (None, config.model.name):
+        check_priced(tester_model_config(config), who="Tester's model")
+
+
 def make_reviewer(
     config: RunConfig,
     task: Task,
@@ -383,12 +402,6 @@ def make_reviewer(
     if pgs.feedback == "none":
         traj.extra["pgs"] = {"mode": "none"}
         return None
-    tester_model_config = config.model.model_copy(
-        update={
-            "name": pgs.tester_model or config.model.name,
-            "base_url": pgs.tester_base_url or config.model.base_url,
-        }
-    )
 
     def on_review(text: str) -> None:
         hooks.on_status(f"PGS: {text}")
@@ -397,7 +410,7 @@ def make_reviewer(
         pgs,
         sandbox=sandbox,
         toolset=toolset,
-        tester_model=get_model(tester_model_config, global_stats),
+        tester_model=get_model(tester_model_config(config), global_stats),
         counter=get_counter(config.model, pgs.tokenizer),
         trajectory=traj,
         problem_statement=task.problem_statement,

@@ -6,14 +6,21 @@ A `Model` answers `query(messages, tools)` with a `ModelResponse` and keeps `Mod
 - `model_class`, when set: a built-in name of `MODEL_CLASSES` or an import path
   `package.module:Class`, constructed as `Class(config, global_stats)`;
 - otherwise `config.name`: `human` (`HumanModel`, replies typed on stdin), `replay`
-  (`ReplayModel`, answers from `config.script` in-process), anything else `OpenAIModel` (any
-  OpenAI-compatible server: OpenAI, vLLM, llama.cpp, the scripted server in
-  `agent.models.scripted`).
+  (`ReplayModel`, answers from `config.script` in-process), a name whose prefix is one of
+  litellm's providers (`LITELLM_PREFIXES`: `anthropic/claude-...`, `gemini/...`) `LiteLLMModel`
+  (the optional extra `pgs-agent[litellm]`), anything else `OpenAIModel` (any OpenAI-compatible
+  server: OpenAI, vLLM, llama.cpp, the scripted server in `agent.models.scripted`; `openai/...`
+  names too).
+
+Prices: a class that bills per token says so (`needs_price = True`); it refuses to start
+without a price while a cost limit is on (`UnknownPrice`), and `check_priced` says so before a
+run starts. Prices come from `model.prices`, `DEFAULT_PRICES` or litellm's cost map
+(`agent.models.prices`), in that order.
 
 Modules: `base` (errors and their tree, config, usage records, the protocol), `openai`,
-`human`, `replay`, `script` (the script format of `scripted` and `replay`), `scripted` (the
-HTTP server). A `model_class` that names nothing importable raises `ModelClassError`, one
-sentence that says what to fix.
+`litellm`, `human`, `replay`, `prices` (litellm's cost map), `script` (the script format of
+`scripted` and `replay`), `scripted` (the HTTP server). A `model_class` that names nothing
+importable raises `ModelClassError`, one sentence that says what to fix.
 """
 
 from __future__ import annotations
@@ -37,11 +44,14 @@ from agent.models.base import (
     ModelNotFound,
     ModelResponse,
     ModelStats,
+    Pricing,
     RateLimited,
     RetryConfig,
     ServerError,
     ToolCall,
+    UnknownPrice,
     Unreachable,
+    require_price,
 )
 from agent.models.human import HumanModel
 from agent.models.openai import OpenAIModel
@@ -49,6 +59,7 @@ from agent.models.replay import ReplayModel
 
 __all__ = [
     "DEFAULT_PRICES",
+    "LITELLM_PREFIXES",
     "MODEL_CLASSES",
     "OPENAI_DEFAULT_BASE_URL",
     "AuthenticationFailed",
@@ -67,27 +78,63 @@ __all__ = [
     "ModelResponse",
     "ModelStats",
     "OpenAIModel",
+    "Pricing",
     "RateLimited",
     "ReplayModel",
     "RetryConfig",
     "ServerError",
     "ToolCall",
+    "UnknownPrice",
     "Unreachable",
+    "check_priced",
     "get_model",
     "get_model_class",
+    "model_kind",
+    "require_price",
 ]
 
 ModelClass = Callable[[ModelConfig, GlobalStats | None], Model]
 """What `get_model` constructs: `Class(config, global_stats)`."""
 
 #: Built-in model names → import paths. `openai` is the default; `human` and `replay` are also
-#: chosen by `config.name`.
+#: chosen by `config.name`, `litellm` by a provider prefix of it (`LITELLM_PREFIXES`).
 MODEL_CLASSES: dict[str, str] = {
     "openai": "agent.models.openai:OpenAIModel",
+    "litellm": "agent.models.litellm:LiteLLMModel",
     "human": "agent.models.human:HumanModel",
     "replay": "agent.models.replay:ReplayModel",
 }
 DEFAULT_MODEL_CLASS = "openai"
+
+#: Name prefixes that choose `LiteLLMModel`: litellm's providers that speak no OpenAI API of
+#: their own at a fixed URL. Not `openai/` (OpenAIModel serves it, as before) nor Hugging Face
+#: organisations served by vLLM (`Qwen/...`, `meta-llama/...`). Any other litellm provider:
+#: `model_class: litellm`.
+LITELLM_PREFIXES = frozenset(
+    {
+        "anthropic",
+        "azure",
+        "azure_ai",
+        "bedrock",
+        "cerebras",
+        "cohere",
+        "databricks",
+        "deepseek",
+        "fireworks_ai",
+        "gemini",
+        "groq",
+        "mistral",
+        "ollama",
+        "ollama_chat",
+        "openrouter",
+        "perplexity",
+        "sambanova",
+        "together_ai",
+        "vertex_ai",
+        "watsonx",
+        "xai",
+    }
+)
 
 
 def get_model(config: ModelConfig, global_stats: GlobalStats | None = None) -> Model:
@@ -96,12 +143,33 @@ def get_model(config: ModelConfig, global_stats: GlobalStats | None = None) -> M
 
 
 def get_model_class(config: ModelConfig) -> ModelClass:
-    """The class `config.model_class` names, else the built-in named `config.name`, else
-    `OpenAIModel`. Raises ModelClassError when the import path names nothing usable."""
+    """The class `config.model_class` names, else the built-in named `config.name` (or its
+    provider prefix), else `OpenAIModel`. Raises ModelClassError when the import path names
+    nothing usable."""
+    return _import_class(model_kind(config))
+
+
+def model_kind(config: ModelConfig) -> str:
+    """The built-in name or import path of the class `get_model_class` picks, unimported."""
     if config.model_class is not None:
-        return _import_class(config.model_class)
-    name = config.name if config.name in MODEL_CLASSES else DEFAULT_MODEL_CLASS
-    return _import_class(name)
+        return config.model_class
+    if config.name in MODEL_CLASSES:
+        return config.name
+    prefix, slash, _ = config.name.partition("/")
+    if slash and prefix in LITELLM_PREFIXES:
+        return "litellm"
+    return DEFAULT_MODEL_CLASS
+
+
+def check_priced(config: ModelConfig, *, who: str = "model") -> Pricing | None:
+    """Before a run starts: raise UnknownPrice (one line: how to give a price or turn the cost
+    limits off) when `config`'s model bills per token, a cost limit is on and no price is
+    known; raise ModelClassError when its class cannot be imported (litellm missing). The
+    model's pricing, or None."""
+    cls = get_model_class(config)
+    if not getattr(cls, "needs_price", False):
+        return None
+    return require_price(config, who=who)
 
 
 def _import_class(spec: str) -> ModelClass:
@@ -115,6 +183,8 @@ def _import_class(spec: str) -> ModelClass:
         )
     try:
         module = importlib.import_module(module_name)
+    except ModelClassError:  # the module's own one-line reason (a missing optional extra)
+        raise
     except ModuleNotFoundError as exc:
         if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
             raise ModelClassError(

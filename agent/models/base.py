@@ -19,6 +19,8 @@ and each message is one sentence that says what to do::
     │   └── ContextWindowExceeded         the conversation is too long ("exit_context")
     ├── CostLimitExceeded                 a cost or call limit was reached ("exit_cost");
     │                                     raised BEFORE the call, `.limit` names the limit
+    ├── UnknownPrice                      a cost limit is on but the model has no price:
+    │                                     raised before the run starts (`require_price`)
     └── ModelClassError                   `model_class` names no usable class (registry)
 """
 
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent.models.prices import LITELLM_MISSING, litellm_installed, litellm_price
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -51,15 +55,19 @@ __all__ = [
     "ModelNotFound",
     "ModelResponse",
     "ModelStats",
+    "PriceSource",
+    "Pricing",
     "RateLimited",
     "RetryConfig",
     "ServerError",
     "ToolCall",
+    "UnknownPrice",
     "Unreachable",
     "check_limits",
     "is_context_overflow",
     "is_transient_status",
     "record_usage",
+    "require_price",
 ]
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -147,6 +155,10 @@ class ModelClassError(ModelError):
     """`model_class` names no class that can be imported; the message says what to fix."""
 
 
+class UnknownPrice(ModelError):
+    """A cost limit is on, but no price is known for the model: the limit could not hold."""
+
+
 # --------------------------------------------------------------------------- config
 
 
@@ -174,7 +186,8 @@ class ModelConfig(BaseModel):
 
     name: str = Field(
         description='Model name sent to the server; "human" reads stdin, "replay" answers '
-        "in-process from model.script."
+        "in-process from model.script; provider/model (anthropic/claude-sonnet-4-5) goes "
+        "through litellm."
     )
     base_url: str | None = Field(
         default=None, description="Server base URL; None → $OPENAI_BASE_URL → the OpenAI API."
@@ -194,8 +207,8 @@ class ModelConfig(BaseModel):
     )
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
-        description="Model name → (input, output) USD per 1M tokens, merged over "
-        "DEFAULT_PRICES. A model without a price costs 0 (one warning).",
+        description="Model name → (input, output) USD per 1M tokens, over DEFAULT_PRICES and "
+        "litellm's cost map. A model without a price is refused while a cost limit is on.",
     )
     retries: RetryConfig = Field(default_factory=RetryConfig)
     timeout: float = Field(default=120.0, gt=0, description="Seconds to wait for one HTTP answer.")
@@ -211,8 +224,9 @@ class ModelConfig(BaseModel):
     model_class: str | None = Field(
         default=None,
         description="The model implementation, over the choice made by name: a built-in "
-        "(openai, human, replay) or an import path package.module:Class, constructed as "
-        "Class(config, global_stats).",
+        "(openai, litellm, human, replay) or an import path package.module:Class, constructed "
+        "as Class(config, global_stats). litellm (pip install 'pgs-agent[litellm]') is chosen "
+        "by a provider prefix too: anthropic/..., gemini/..., bedrock/...",
     )
     script: str | None = Field(
         default=None,
@@ -238,11 +252,66 @@ class ModelConfig(BaseModel):
 
     def price(self) -> tuple[float, float] | None:
         """(input, output) USD per 1M tokens for this model, or None when unknown."""
-        table = {**DEFAULT_PRICES, **self.prices}
+        pricing = self.pricing()
+        return None if pricing is None else pricing.per_million
+
+    def pricing(self) -> Pricing | None:
+        """This model's price and where it comes from: `prices` ("config") over DEFAULT_PRICES
+        ("table"), then litellm's cost map when litellm is installed ("litellm"); None when
+        none of them knows the model."""
         for candidate in _name_variants(self.name):
-            if candidate in table:
-                return table[candidate]
-        return None
+            if candidate in self.prices:
+                return Pricing(tuple(self.prices[candidate]), "config")  # type: ignore[arg-type]
+            if candidate in DEFAULT_PRICES:
+                return Pricing(DEFAULT_PRICES[candidate], "table")
+        found = litellm_price(self.name)
+        return None if found is None else Pricing(found, "litellm")
+
+    def cost_limits(self) -> list[str]:
+        """The cost limits in force (`per_instance_cost_limit`, `total_cost_limit`)."""
+        return [
+            name for name in ("per_instance_cost_limit", "total_cost_limit") if getattr(self, name)
+        ]
+
+
+PriceSource = Literal["config", "table", "litellm"]
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """A model's price, (input, output) USD per 1M tokens, and where it was found: the model
+    config's `prices` ("config"), pgs's DEFAULT_PRICES ("table") or litellm's cost map."""
+
+    per_million: tuple[float, float]
+    source: PriceSource
+
+    def cost(self, sent: int, received: int) -> float:
+        return (sent * self.per_million[0] + received * self.per_million[1]) / 1_000_000
+
+
+def require_price(config: ModelConfig, *, who: str = "model") -> Pricing | None:
+    """The model's pricing; None (cost counted as 0) only when no cost limit is on. Raises
+    UnknownPrice, one line saying how to fix it, when a cost limit is on and no price is known:
+    the limit would silently never be reached."""
+    pricing = config.pricing()
+    limits = config.cost_limits()
+    if pricing is not None or not limits:
+        return pricing
+    where = "model.prices or pgs's table" + (
+        ", nor in litellm's cost map"
+        if litellm_installed()
+        else f" ({LITELLM_MISSING} adds litellm's cost map of thousands of models)"
+    )
+    spent = " and ".join(f"{limit} of {getattr(config, limit):g} USD" for limit in limits)
+    off = " ".join(f"--model.{limit.replace('_', '-')} 0" for limit in limits)
+    example = json.dumps({config.name: [1.0, 2.0]})
+    message = (
+        f"no price known for the {who} {config.name!r} (not in {where}), so the {spent} "
+        f"cannot hold: give its price in USD per 1M tokens (input, output) with "
+        f"--model.prices '{example}' (or model.prices in --config), or run without cost "
+        f"limits with {off}"
+    )
+    raise UnknownPrice(message)
 
 
 def _name_variants(name: str) -> list[str]:
@@ -262,6 +331,19 @@ class ModelStats(BaseModel):
     tokens_sent: int = 0
     tokens_received: int = 0
     api_calls: int = 0
+    #: Where the price came from ("config", "table", "litellm"); "unpriced" when no price is
+    #: known and no cost limit is on (the cost then counts 0); None for models that bill
+    #: nothing (human, replay unless priced).
+    price_source: PriceSource | Literal["unpriced"] | None = None
+    #: The price used, (input, output) USD per 1M tokens.
+    price: tuple[float, float] | None = None
+
+    @classmethod
+    def priced(cls, pricing: Pricing | None) -> ModelStats:
+        """Empty stats that name the price they are counted with."""
+        if pricing is None:
+            return cls(price_source="unpriced")
+        return cls(price_source=pricing.source, price=pricing.per_million)
 
 
 class GlobalStats:

@@ -6,7 +6,9 @@ Errors from the `openai` package never escape: they are translated here into the
 an answer that is no chat completion: an HTML page, truncated JSON, a choice without a message,
 non-numeric usage) are retried here with tenacity, exponential backoff and `Retry-After`
 honoured; the `openai` client's own retries are off (`max_retries=0`) so that every attempt is
-ours and counted. The API key is read from the environment variable named by
+ours and counted. The cost of an answer is its reported tokens at the model's price
+(`ModelConfig.pricing`); without a price the model refuses to start while a cost limit is on
+(`UnknownPrice`). The API key is read from the environment variable named by
 `ModelConfig.api_key_env` at call time and never stored in the config, a trajectory, a log
 record or an exception message.
 """
@@ -16,8 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
-from typing import Any
+from typing import Any, ClassVar
 
 import openai  # the package: absolute imports, this module is agent.models.openai
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
@@ -35,6 +36,7 @@ from agent.models.base import (
     ModelNotFound,
     ModelResponse,
     ModelStats,
+    Pricing,
     RateLimited,
     ServerError,
     ToolCall,
@@ -43,6 +45,7 @@ from agent.models.base import (
     is_context_overflow,
     is_transient_status,
     record_usage,
+    require_price,
 )
 
 __all__ = ["OpenAIModel"]
@@ -50,20 +53,6 @@ __all__ = ["OpenAIModel"]
 logger = logging.getLogger(__name__)
 
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
-_warned_unpriced: set[str] = set()
-_warned_lock = threading.Lock()
-
-
-def _warn_unpriced_once(name: str) -> None:
-    with _warned_lock:
-        if name in _warned_unpriced:
-            return
-        _warned_unpriced.add(name)
-    logger.warning(
-        "no price known for model %r: its cost counts as 0 and cost limits do not apply; "
-        "add it to the model config's prices",
-        name,
-    )
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -93,18 +82,29 @@ def _retry_after(exc: BaseException | None) -> float | None:
 class OpenAIModel:
     """A model behind any OpenAI-compatible chat completions endpoint."""
 
+    #: It bills per token: without a price, a cost limit could never be reached, so the model
+    #: refuses to start (`require_price`); `agent.models.check_priced` asks this before a run.
+    needs_price: ClassVar[bool] = True
+
     def __init__(self, config: ModelConfig, global_stats: GlobalStats | None = None) -> None:
-        self.config = config
-        self.stats = ModelStats()
-        self.global_stats = global_stats if global_stats is not None else GlobalStats()
-        self.base_url = config.resolved_base_url()
-        self._key_is_set = bool(os.environ.get(config.api_key_env))
+        self._init_accounting(config, global_stats, config.resolved_base_url())
         self._client = openai.OpenAI(
             api_key=os.environ.get(config.api_key_env) or DUMMY_API_KEY,
             base_url=self.base_url,
             timeout=config.timeout,
             max_retries=0,  # retries are ours (tenacity), so they are counted and logged
         )
+
+    def _init_accounting(
+        self, config: ModelConfig, global_stats: GlobalStats | None, base_url: str
+    ) -> None:
+        """What every HTTP model shares: its price (or UnknownPrice), stats, retry backoff."""
+        self.config = config
+        self.pricing: Pricing | None = require_price(config)
+        self.stats = ModelStats.priced(self.pricing)
+        self.global_stats = global_stats if global_stats is not None else GlobalStats()
+        self.base_url = base_url
+        self._key_is_set = bool(os.environ.get(config.api_key_env))
         self._backoff = wait_exponential(
             multiplier=config.retries.min_wait or 1.0,
             min=config.retries.min_wait,
@@ -133,10 +133,13 @@ class OpenAIModel:
         return Retrying(
             stop=stop_after_attempt(self.config.retries.attempts),
             wait=self._wait,
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(self._is_transient),
             before_sleep=self._log_retry,
             reraise=True,
         )
+
+    def _is_transient(self, exc: BaseException) -> bool:
+        return _is_transient(exc)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -175,6 +178,13 @@ class OpenAIModel:
             raise MalformedResponse(f"{type(exc).__name__}: {exc}") from None
 
     def _create(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
+        kwargs = self._request(messages, tools)
+        return self._client.chat.completions.create(**kwargs)
+
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        """The chat completion request's fields (OpenAI's names)."""
         cfg = self.config
         kwargs: dict[str, Any] = {"model": cfg.name, "messages": messages}
         reasoning = bool(_REASONING_MODEL.match(cfg.name.rsplit("/", 1)[-1]))
@@ -188,7 +198,7 @@ class OpenAIModel:
             kwargs[key] = cfg.max_output_tokens
         if tools and cfg.function_calling:
             kwargs["tools"] = tools
-        return self._client.chat.completions.create(**kwargs)
+        return kwargs
 
     def _parse(self, completion: Any) -> ModelResponse:
         # The client builds its models without validating them: check every field read here.
@@ -215,12 +225,7 @@ class OpenAIModel:
         usage = completion.usage
         sent = _token_count(usage.prompt_tokens if usage else 0)
         received = _token_count(usage.completion_tokens if usage else 0)
-        price = self.config.price()
-        if price is None:
-            _warn_unpriced_once(self.config.name)
-            cost = 0.0
-        else:
-            cost = (sent * price[0] + received * price[1]) / 1_000_000
+        cost = 0.0 if self.pricing is None else self.pricing.cost(sent, received)
         return ModelResponse(
             content=message.content or "",
             tool_calls=calls,
@@ -242,14 +247,14 @@ class OpenAIModel:
                 f"cannot reach {url} after {attempts} attempt(s): check --base-url and that "
                 "the server is running"
             )
-        if not isinstance(exc, openai.APIStatusError):
+        status = self._status(exc)
+        if status is None:
             return ModelError(f"model call to {url} failed ({type(exc).__name__}): {exc}")
-        status = exc.status_code
         if status in (401, 403):
             unset = "" if self._key_is_set else " (it is unset)"
             return AuthenticationFailed(
                 f"the API key was refused by {url} (HTTP {status}): set "
-                f"{self.config.api_key_env}{unset} to a valid key for this server"
+                f"{self._key_name()}{unset} to a valid key for this server"
             )
         if status == 404:
             return ModelNotFound(f"model {name!r} is not served at {url}: {self._served_hint()}")
@@ -264,13 +269,21 @@ class OpenAIModel:
                 f"{_server_message(exc)}; check the server logs and retry later"
             )
         message = _server_message(exc)
-        if is_context_overflow(exc.code, message):
+        if is_context_overflow(getattr(exc, "code", None), message):
             return ContextWindowExceeded(
                 f"the conversation ({self.stats.tokens_sent} tokens sent so far) no longer fits "
                 f"the context window of {name!r}: use a model with a longer context or shorter "
                 "observations"
             )
         return BadRequest(f"{url} rejected the request (HTTP {status}): {message}")
+
+    def _key_name(self) -> str:
+        """The environment variable the key is read from, as a user would set it."""
+        return self.config.api_key_env
+
+    def _status(self, exc: openai.OpenAIError) -> int | None:
+        """The HTTP status an error carries, when it is an answer of the server."""
+        return exc.status_code if isinstance(exc, openai.APIStatusError) else None
 
     def _served_hint(self) -> str:
         """Name the served models when the server can list them (one short request)."""
@@ -293,11 +306,11 @@ def _token_count(value: Any) -> int:
     raise MalformedResponse(f"non-numeric usage ({value!r})")
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
+def _server_message(exc: openai.OpenAIError) -> str:
+    body = getattr(exc, "body", None)
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         return str(body["message"])
-    return exc.message
+    return str(getattr(exc, "message", exc))
 
 
 def _chain(exc: openai.OpenAIError) -> openai.OpenAIError | None:

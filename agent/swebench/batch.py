@@ -75,6 +75,7 @@ from agent.models import (
     RateLimited,
     ServerError,
     Unreachable,
+    model_kind,
 )
 from agent.pgs.compare import ablation_of, prediction_fields
 from agent.pgs.method import ablation
@@ -581,7 +582,10 @@ class Batch:
     def _submit_detached(self, executor: Executor, instance: Instance, progress: Progress) -> int:
         """Submit :func:`run_detached` with the budget left; the display slot it shows in."""
         # The driver's base URL travels with the task; the key stays in each node's environment.
-        update: dict[str, Any] = {"base_url": self.config.model.resolved_base_url()}
+        # (litellm's providers have their own URLs: only a base_url given travels.)
+        update: dict[str, Any] = {}
+        if model_kind(self.config.model) == "openai":
+            update["base_url"] = self.config.model.resolved_base_url()
         limit = self.config.model.total_cost_limit
         if limit:
             update["total_cost_limit"] = max(limit - self.stats.total_cost, 1e-12)

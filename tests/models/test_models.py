@@ -36,6 +36,7 @@ from agent.models import (
     ReplayModel,
     RetryConfig,
     ServerError,
+    UnknownPrice,
     Unreachable,
     get_model,
     get_model_class,
@@ -72,6 +73,10 @@ def model_for(server: ScriptedServer, name: str = "test-model", **kw: Any) -> Op
     return OpenAIModel(ModelConfig(name=name, base_url=server.url, **kw))
 
 
+def model_for_url(url: str, name: str = "m") -> OpenAIModel:
+    return OpenAIModel(ModelConfig(name=name, base_url=url, retries=FAST, prices={name: (0, 0)}))
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -94,6 +99,8 @@ def test_text_reply_has_usage_and_cost() -> None:
         "tokens_sent": 2,
         "tokens_received": 2,
         "api_calls": 1,
+        "price_source": "config",
+        "price": (1.0, 2.0),
     }
     assert response.finish_reason == "stop"
 
@@ -146,16 +153,22 @@ def test_sampling_parameters_are_sent_and_reasoning_models_skip_them() -> None:
     assert reasoning["max_completion_tokens"] == 64
 
 
-def test_unknown_price_costs_zero_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unknown_price_is_refused_while_a_cost_limit_is_on() -> None:
     name = f"local-{uuid.uuid4().hex[:8]}"
     with ScriptedServer([{"content": "a"}, {"content": "b"}]) as server:
-        model = model_for(server, name=name)
-        with caplog.at_level(logging.WARNING, logger="agent.models"):
-            costs = [model.query(USER).cost, model.query(USER).cost]
+        with pytest.raises(UnknownPrice) as caught:
+            model_for(server, name=name, total_cost_limit=5.0)
+        assert server.requests == []  # refused before any call
+        # Without cost limits there is nothing to hold: the cost counts 0, said in the stats.
+        model = model_for(server, name=name, per_instance_cost_limit=0)
+        costs = [model.query(USER).cost, model.query(USER).cost]
+    message = str(caught.value)
+    assert "\n" not in message and f"no price known for the model {name!r}" in message
+    assert "per_instance_cost_limit of 3 USD and total_cost_limit of 5 USD" in message
+    assert f"--model.prices '{{\"{name}\": [1.0, 2.0]}}'" in message
+    assert "--model.per-instance-cost-limit 0 --model.total-cost-limit 0" in message
     assert costs == [0.0, 0.0]
-    warnings = [r for r in caplog.records if name in r.getMessage()]
-    assert len(warnings) == 1
-    assert "no price" in warnings[0].getMessage()
+    assert (model.stats.price_source, model.stats.price) == ("unpriced", None)
 
 
 def test_prices_merge_over_defaults_and_match_dated_names() -> None:
@@ -299,7 +312,7 @@ def test_unset_key_sends_a_dummy_and_says_it_is_unset() -> None:
 
 def test_unreachable_url_is_named() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    model = OpenAIModel(ModelConfig(name="m", base_url=url, retries=FAST))
+    model = model_for_url(url)
     with pytest.raises(Unreachable) as caught:
         model.query(USER)
     assert url in str(caught.value)
@@ -321,7 +334,7 @@ def test_a_server_too_slow_times_out_as_unreachable() -> None:
 def test_unknown_model_lists_the_served_ones() -> None:
     with ScriptedServer([{"content": "x"}], model="served-model") as server:
         with pytest.raises(ModelNotFound) as caught:
-            model_for(server, name="other-model").query(USER)
+            model_for(server, name="other-model", prices={"other-model": (0, 0)}).query(USER)
         assert len(server.requests) == 1
     assert "'other-model'" in str(caught.value)
     assert "served-model" in str(caught.value)
@@ -462,7 +475,7 @@ def test_model_class_names_a_class_by_import_path() -> None:
         (f"{__name__}:NoSuchModel", "has no 'NoSuchModel': check the class name"),
         (f"{__name__}:NOT_A_MODEL", "NOT_A_MODEL is not a model class"),
         (f"{__name__}:ModelConfig", "ModelConfig is not a model class"),
-        ("nosuch", "is neither a built-in (openai, human, replay) nor an import path"),
+        ("nosuch", "is neither a built-in (openai, litellm, human, replay) nor an import path"),
     ],
 )
 def test_a_bad_model_class_is_one_sentence_naming_what_to_fix(
@@ -505,6 +518,8 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         *["CostLimitExceeded", "ModelNotFound", "RateLimited", "ServerError", "Unreachable"],
         *["MODEL_CLASSES", "ModelClass", "ModelClassError", "ReplayModel", "get_model_class"],
         *["OPENAI_DEFAULT_BASE_URL", "MalformedResponse"],
+        *["LITELLM_PREFIXES", "Pricing", "UnknownPrice", "check_priced", "model_kind"],
+        "require_price",
     }
     assert set(agent.models.scripted.__all__) == {
         *["ScriptError", "ScriptSource", "ScriptedServer", "add_arguments", "main", "serve"],
@@ -526,6 +541,7 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
     assert ContextWindowExceeded.__bases__ == (BadRequest,)
     assert CostLimitExceeded.__bases__ == (ModelError,)
     assert ModelClassError.__bases__ == (ModelError,)
+    assert UnknownPrice.__bases__ == (ModelError,)
 
 
 # --------------------------------------------------------------------------- properties
@@ -552,7 +568,7 @@ def _echo_arguments(request: dict[str, Any]) -> dict[str, Any]:
 def echo_model() -> Any:
     """One server and one client for all examples (a client costs an SSL context)."""
     with ScriptedServer(_echo_arguments) as server:
-        yield OpenAIModel(ModelConfig(name="m", base_url=server.url, retries=FAST))
+        yield model_for_url(server.url)
 
 
 @settings(max_examples=60, deadline=None)

@@ -37,6 +37,7 @@ from agent.models.script import ScriptError, ScriptSource
 from agent.models.scripted import ScriptedServer
 
 FAST = RetryConfig(attempts=3, min_wait=0.001, max_wait=0.01)
+FREE = {"m": (0.0, 0.0)}
 USER = [{"role": "user", "content": "abcdefgh"}]  # 8 characters: 2 tokens
 TOOLS = [
     {
@@ -96,7 +97,7 @@ def _reply_from_request(request: dict[str, Any]) -> Any:
 @pytest.fixture(scope="module")
 def http_echo() -> Any:
     with ScriptedServer(_reply_from_request) as server:
-        yield OpenAIModel(ModelConfig(name="m", base_url=server.url, retries=FAST))
+        yield OpenAIModel(ModelConfig(name="m", base_url=server.url, retries=FAST, prices=FREE))
 
 
 REPLIES = st.fixed_dictionaries(

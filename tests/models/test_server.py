@@ -62,7 +62,9 @@ def chat(model: str = "any", content: str = "hi") -> dict[str, Any]:
 
 
 def model_for(server: ScriptedServer, name: str = "any") -> OpenAIModel:
-    return OpenAIModel(ModelConfig(name=name, base_url=server.url, retries=FAST))
+    return OpenAIModel(
+        ModelConfig(name=name, base_url=server.url, retries=FAST, prices={name: (0, 0)})
+    )
 
 
 # --------------------------------------------------------------------------- HTTP
@@ -319,7 +321,10 @@ def test_serve_script_serves_until_interrupted(tmp_path: Path) -> None:
         assert process.stdout is not None
         line = process.stdout.readline()
         url = line.split(" at ")[1].split()[0]
-        model = OpenAIModel(ModelConfig(name="cli-model", base_url=url, retries=FAST))
+        config = ModelConfig(
+            name="cli-model", base_url=url, retries=FAST, prices={"cli-model": (0, 0)}
+        )
+        model = OpenAIModel(config)
         assert model.query([{"role": "user", "content": "hi"}]).content == "served from the CLI"
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=10) == 0

@@ -130,6 +130,8 @@ def test_batch_with_a_model_that_applies_gold_then_eval(tmp_path: Path) -> None:
                 str(out),
                 "--model",
                 "scripted",
+                "--model.prices",
+                '{"scripted": [0, 0]}',
                 "--base-url",
                 server.url,
                 "--feedback",
