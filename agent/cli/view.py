@@ -39,6 +39,7 @@ STYLES = {
     "status": "dim",
     "round": "bold magenta",
     "property": "magenta",
+    "test": "magenta",
     "input": "bold",
     "got": "",
     "why": "dim",

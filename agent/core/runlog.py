@@ -96,11 +96,14 @@ def round_lines(record: RoundRecord, reason: str | None = None) -> list[tuple[st
     out = [("round", f"PGS round {record.round}: verdict {record.verdict or 'unchecked'}{failing}")]
     selection = record.selection
     result = selection.result if selection else None
-    if selection is not None and result is not None:
+    if result is None and record.report is not None:  # no feedback chosen: the first failure
+        result = next(iter(record.report.failures()), None)
+    if result is not None:
         rule = f" ({result.rule})" if result.rule else ""
-        out.append(("property", f"{result.nodeid}{rule}"))
-        chosen = selection.chosen
-        example = selection.input or (chosen.example if chosen else None) or result.example
+        out.append(("property" if result.kind != "repo" else "test", f"{result.nodeid}{rule}"))
+        chosen = selection.chosen if selection else None
+        example = (selection.input if selection else None) or (chosen.example if chosen else None)
+        example = example or result.example
         if example:
             out.append(("input", example))
         did = (
