@@ -85,7 +85,8 @@ class LiveView(RunHook):
             self.spinner.start()
 
     def on_status(self, text: str) -> None:
-        self.line("status", text)
+        if not text.startswith("PGS: warning:"):  # logged as a warning already
+            self.line("status", text)
         self.spin(text)
 
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:

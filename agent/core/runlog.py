@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from pathlib import Path
 from types import TracebackType
@@ -259,6 +260,22 @@ class BatchLog:
         self.log.close()
 
 
+class _Stderr(logging.StreamHandler):
+    """Writes to ``sys.stderr`` as it is at each record: under the live view's spinner that is
+    rich's proxy, which prints the line above the spinner instead of through it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 class _NotTrace(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.name.startswith(TRACE)
@@ -269,7 +286,7 @@ def configure(verbosity: int = 0) -> None:
     debug), 2 (``-vv``: the libraries' too)."""
     root = logging.getLogger()
     if not root.handlers:
-        console = logging.StreamHandler()
+        console = _Stderr()
         console.setFormatter(logging.Formatter("pgs: %(levelname)s: %(message)s"))
         console.setLevel(logging.DEBUG if verbosity else logging.WARNING)
         console.addFilter(_NotTrace())
