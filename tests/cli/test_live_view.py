@@ -318,6 +318,8 @@ def test_verbose_shows_pgs_debug_not_the_libraries(
     assert debug, verbose  # pgs's own
     libraries = ("httpcore", "httpx", "urllib3", "docker", "openai._base_client")
     assert not any(name in verbose for name in ("httpcore", "connect_tcp")), verbose
+    # The steps are shown once: the live view's lines, not again as log records.
+    assert verbose.count("thought: It lower-cases") == 1 and "THOUGHT:" not in verbose
     # -vv: the libraries' debug too (the openai client's HTTP requests).
     assert len(very.splitlines()) > len(verbose.splitlines())
     assert any(name in very for name in libraries)
