@@ -335,7 +335,7 @@ def test_the_resolved_config_runs_again_with_the_same_config(
     repo = make_repo(tmp_path / "textutil", BUGGY)
     steps = [bash("sed -i 's/lower/upper/' textutil.py", "Fix it."), call("submit", "Done.")]
     with ScriptedServer(steps * 2) as server:
-        first = run_argv(repo, server.url, tmp_path / "one", "--feedback", "io")
+        first = run_argv(repo, server.url, tmp_path / "one", "--feedback", "none")
         first += ["--agent.step-limit", "7", "--model.temperature", "0.3"]
         first += ["--sandbox.env", json.dumps({"GREETING": "hello"})]
         assert main(first) == 0
@@ -347,4 +347,5 @@ def test_the_resolved_config_runs_again_with_the_same_config(
     assert second.read_text() == written.read_text()
     config = load_config([written], {})
     assert config.agent.step_limit == 7 and config.model.temperature == 0.3
-    assert config.pgs.feedback == "io" and config.sandbox.type == "local"
+    assert config.pgs.feedback == "none" and config.pgs.rounds == 0
+    assert config.sandbox.type == "local" and config.sandbox.env == {"GREETING": "hello"}
