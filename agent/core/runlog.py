@@ -287,7 +287,8 @@ def configure(verbosity: int = 0) -> None:
     root = logging.getLogger()
     if not root.handlers:
         console = _Stderr()
-        console.setFormatter(logging.Formatter("pgs: %(levelname)s: %(message)s"))
+        named = "%(name)s: " if verbosity else ""  # -v: whose line it is
+        console.setFormatter(logging.Formatter(f"pgs: %(levelname)s: {named}%(message)s"))
         console.setLevel(logging.DEBUG if verbosity else logging.WARNING)
         console.addFilter(_NotTrace())
         root.addHandler(console)
