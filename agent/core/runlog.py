@@ -287,11 +287,13 @@ def configure(verbosity: int = 0) -> None:
     root = logging.getLogger()
     if not root.handlers:
         console = _Stderr()
-        named = "%(name)s: " if verbosity else ""  # -v: whose line it is
-        console.setFormatter(logging.Formatter(f"pgs: %(levelname)s: {named}%(message)s"))
-        console.setLevel(logging.DEBUG if verbosity else logging.WARNING)
         console.addFilter(_NotTrace())
         root.addHandler(console)
+    for handler in root.handlers:  # ours (a second call in one process sets it again)
+        if isinstance(handler, _Stderr):
+            named = "%(name)s: " if verbosity else ""  # -v: whose line it is
+            handler.setFormatter(logging.Formatter(f"pgs: %(levelname)s: {named}%(message)s"))
+            handler.setLevel(logging.DEBUG if verbosity else logging.WARNING)
     for handler in root.handlers:  # log lines hold the host's secrets redacted
         if not any(isinstance(f, RedactingFilter) for f in handler.filters):
             handler.addFilter(RedactingFilter())
