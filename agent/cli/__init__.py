@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.signals import stop_signals
+from agent.core import runlog
 from agent.core.errors import (
     COMMAND_MISTAKES,
     INFRASTRUCTURE_ERRORS,
@@ -36,7 +37,7 @@ from agent.core.errors import (
     USER_ERRORS,
 )
 from agent.core.run import OutputNotWritten, RunFailed
-from agent.core.secrets import RedactingFilter, Redactor
+from agent.core.secrets import Redactor
 from envs import scratch
 from envs.cli import INFRASTRUCTURE, USER_ERROR
 from envs.cli import print_error as _print_error
@@ -53,7 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pgs",
         description="pgs fixes issues in real repositories; each patch is checked in a sandbox.",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log pgs's debug details; -vv: the libraries' too (docker, HTTP, openai)",
+    )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     run.register(commands)
     demo.register(commands)
@@ -77,12 +84,7 @@ def print_error(text: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="pgs: %(levelname)s: %(message)s",
-    )
-    for handler in logging.getLogger().handlers:  # log lines hold the host's secrets redacted
-        handler.addFilter(RedactingFilter())
+    runlog.configure(args.verbose)  # pgs's own log lines; the libraries' stay at WARNING
     scratch.reap_at_startup()  # what killed pgs processes left in $TMPDIR and the cache
     received: list[signal.Signals] = []
     try:

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from agent.cli.run import run_with_progress
+from agent.cli.run import add_view_flags, run_with_progress
 from agent.core.config import load_config
 from agent.core.run import InputError, check_prices, load_issue
 from envs import scratch
@@ -33,6 +33,7 @@ def register(subparsers: Any) -> None:
     )
     demo.add_argument("--output-dir", type=Path, default=Path("trajectories") / "demo")
     demo.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    add_view_flags(demo)
     demo.set_defaults(func=cmd_demo)
 
 
@@ -78,7 +79,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             config = load_config(None, overrides)
             check_prices(config)  # before the image is built
             # The demo's folder is the demo's own: each demo replaces the last one's results.
-            result = run_with_progress(task, config, args.output_dir, overwrite=True)
+            result = run_with_progress(
+                task, config, args.output_dir, overwrite=True, quiet=args.quiet
+            )
         finally:
             if server is not None:
                 server.stop()

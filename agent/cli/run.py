@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.status import Status
 
+from agent.cli.view import LiveView
 from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.core.hooks import RunHook
 from agent.core.locks import Claimed, claim
@@ -36,6 +37,7 @@ from agent.core.run import (
     run_task,
     usage,
 )
+from agent.core.runlog import RunLog
 from agent.core.secrets import Redactor
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
@@ -90,9 +92,20 @@ def register(subparsers: Any) -> None:
     run.add_argument(
         "--allow-dirty", action="store_true", help="work on top of uncommitted changes"
     )
+    add_view_flags(run)
     add_github_flags(run)
     add_config_flags(run)
     run.set_defaults(func=cmd_run)
+
+
+def add_view_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="one spinner line and the report instead of the live view of each step (its "
+        "thought, action and output) and PGS round",
+    )
 
 
 def add_github_flags(parser: argparse.ArgumentParser) -> None:
@@ -215,7 +228,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_prices(config)  # before any image or sandbox work
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
-    result = run_with_progress(task, config, output_dir, overwrite=args.overwrite, hooks=hooks)
+    result = run_with_progress(
+        task, config, output_dir, overwrite=args.overwrite, hooks=hooks, quiet=args.quiet
+    )
     if pr_hook is not None and pr_hook.refused:
         return 1
     if args.apply and result.submission.strip():
@@ -281,9 +296,11 @@ def run_with_progress(
     *,
     overwrite: bool = False,
     hooks: Sequence[RunHook] = (),
+    quiet: bool = False,
 ) -> RunResult:
-    """:func:`run_task` with the spinner and the report (:class:`TerminalHook`) first, then
-    ``hooks``."""
+    """:func:`run_task` with the live view (:class:`agent.cli.view.LiveView`; ``quiet``: the
+    spinner, :class:`TerminalHook`) and the report first, then the run's log file
+    (:class:`agent.core.runlog.RunLog`), then ``hooks``."""
     check_writable(output_dir)
     with contextlib.ExitStack() as held:
         # The claim makes the same-instance check atomic: two runs of one issue into one
@@ -294,9 +311,10 @@ def run_with_progress(
         except Claimed as e:
             raise InputError(f"{e}: wait for it to finish, or pass another --output-dir") from None
         check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
-        terminal = TerminalHook()
+        terminal = TerminalHook() if quiet else LiveView(err, report)
+        log = held.enter_context(RunLog(output_paths(output_dir, task.instance_id)["log"]))
         try:
-            return run_task(task, config, output_dir, hooks=[terminal, *hooks])
+            return run_task(task, config, output_dir, hooks=[terminal, log, *hooks])
         except KeyboardInterrupt:
             terminal.close()
             traj = output_paths(output_dir, task.instance_id)["traj"]

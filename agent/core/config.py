@@ -266,3 +266,23 @@ def describe_validation_error(error: ValidationError, *, source: str) -> str:
 def dump(config: RunConfig) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(config.model_dump_json())
     return data
+
+
+def config_yaml(config: RunConfig) -> str:
+    """The resolved configuration as YAML, every section with the values used (the file and the
+    flags merged); ``--config`` takes it back. Keys are never in it: only the name of the
+    variable that holds one (``model.api_key_env``)."""
+    text: str = yaml.dump(dump(config), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
+    return "# the resolved configuration of a pgs run: pass it to --config to run it again\n" + text
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the prompt templates) as ``|`` blocks, as they are written by hand."""
+
+
+def _str_block(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_block)

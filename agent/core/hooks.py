@@ -6,6 +6,8 @@
 - ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
   ``"PGS: ..."``), from the thread that runs the task;
 - ``on_step(agent, step)`` after each step of the Generator (``step``: the ``.traj`` entry);
+- ``on_round(record)`` after PGS checked a candidate (``record``: its
+  :class:`~agent.pgs.records.RoundRecord`: the verdict, the failure fed back, the feedback);
 - ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
   (``paths``: :func:`agent.core.run.output_paths`). Not called when the run raises.
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
     from agent.core.run import Task
+    from agent.pgs.records import RoundRecord
 
 
 class RunHook:
@@ -39,6 +42,9 @@ class RunHook:
 
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
         """The Generator finished a step (``agent.steps`` counts them)."""
+
+    def on_round(self, record: RoundRecord) -> None:
+        """PGS checked a candidate: ``record`` holds its verdict and what was fed back."""
 
     def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
         """The run finished and its files are written."""
@@ -61,6 +67,10 @@ class Hooks(RunHook):
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
         for hook in self.hooks:
             hook.on_step(agent, step)
+
+    def on_round(self, record: RoundRecord) -> None:
+        for hook in self.hooks:
+            hook.on_round(record)
 
     def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
         for hook in self.hooks:

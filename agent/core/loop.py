@@ -23,6 +23,7 @@ under ``info.patch_redacted``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
 from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
 from envs.sandbox import CommandResult, Sandbox
+
+logger = logging.getLogger(__name__)
 
 SYSTEM_TEMPLATE = default_prompt("agent", "system_template")
 
@@ -295,7 +298,15 @@ class Agent:
     def query(self) -> ModelResponse:
         tools = self.toolset.openai_tools() if self.function_calling else None
         try:
-            return self.model.query(self.prompt(), tools)
+            response = self.model.query(self.prompt(), tools)
+            logger.debug(
+                "the model answered: %d tokens sent, %d received, $%.4f, %d tool calls",
+                response.tokens_sent,
+                response.tokens_received,
+                response.cost,
+                len(response.tool_calls),
+            )
+            return response
         except CostLimitExceeded as e:
             raise LimitReached("exit_cost", str(e)) from e
         except ContextWindowExceeded as e:
@@ -326,6 +337,13 @@ class Agent:
             timed_out = False
         else:
             result = self._run(action.command)
+            logger.debug(
+                "ran %s: exit code %s, %d bytes of output, %.2fs",
+                action.tool or "a command",
+                result.exit_code,
+                len(result.output),
+                time.monotonic() - start,
+            )
             out = classify_output(result.output, self.toolset.role(action.command, action.tool))
             kind, exit_code, timed_out = out.kind, result.exit_code, result.timed_out
             # The repository's real change, not what the tool (or a file it printed) claims.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.core.config import RunConfig, dump
+from agent.core.config import RunConfig, config_yaml, dump
 from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
 from agent.core.secrets import Redactor
@@ -280,13 +280,21 @@ def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
     folder = output_dir / instance_id
     paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
     paths["properties"] = folder / f"{instance_id}.properties.patch"
+    # Not results: the run's log and resolved config (agent.core.runlog; --config takes it).
+    paths["log"] = folder / f"{instance_id}.log"
+    paths["config"] = folder / f"{instance_id}.config.yaml"
     return paths
+
+
+#: The files that say a run of the instance was made (its log and config alone do not).
+RESULTS = ("traj", "patch", "pred", "properties")
 
 
 def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> None:
     """Refuse a folder that holds a previous run's results for ``instance_id``; with
     ``overwrite`` remove them, so that the folder never mixes two runs' files."""
-    found = [p for p in output_paths(output_dir, instance_id).values() if p.exists()]
+    paths = output_paths(output_dir, instance_id)
+    found = [paths[key] for key in RESULTS if paths[key].exists()]
     if not found:
         return
     if not overwrite:
@@ -295,8 +303,8 @@ def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> 
             f"{found[0].parent} already holds a run of {instance_id} ({names}): pass another "
             "--output-dir, or --overwrite to replace it"
         )
-    for path in found:
-        path.unlink()
+    for path in paths.values():
+        path.unlink(missing_ok=True)
 
 
 def _write_probe(folder: Path, probe: Path) -> None:
@@ -417,6 +425,7 @@ def make_reviewer(
         function_calling=config.model.function_calling,
         status=on_review,
         base=base,
+        on_round=hooks.on_round,
     )
 
 
@@ -437,6 +446,7 @@ def run_task(
     replay = dump(config)
     replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
     redactor = Redactor.for_config(config)
+    write_atomic(paths["config"], redactor.redact(config_yaml(config)))  # --config takes it
     traj = Trajectory(paths["traj"], replay_config=replay, redactor=redactor)
     traj.info["instance_id"] = task.instance_id
     traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()

@@ -254,6 +254,7 @@ class PGS:
         function_calling: bool = True,
         status: Callable[[str], None] = lambda _: None,
         base: str = "HEAD",
+        on_round: Callable[[RoundRecord], None] = lambda _: None,
     ) -> None:
         self.config = config
         self.sandbox = sandbox
@@ -264,6 +265,8 @@ class PGS:
         self.problem = problem_statement
         self.function_calling = function_calling
         self.status = status
+        #: Told of each checked candidate (its verdict, what was fed back): the run's hooks.
+        self.on_round = on_round
         self.check_settings = config.check.model_copy(
             update={"test_cmd": config.test_cmd, "shrink": shrinks(config)}
         )
@@ -327,9 +330,11 @@ class PGS:
     def review(self, patch: str) -> str | None:
         round_record = self._new_round(patch)
         try:
-            return self._review(round_record, patch)
+            feedback = self._review(round_record, patch)
         finally:
             self._save()
+        self.on_round(round_record)
+        return feedback
 
     def _review(self, round_record: RoundRecord, patch: str) -> str | None:
         self.status(f"checking candidate {round_record.round}")
@@ -382,6 +387,7 @@ class PGS:
             self._record_report(round_record, report)
         finally:
             self._save()
+        self.on_round(round_record)
 
     # -- the record ------------------------------------------------------------------------------
 

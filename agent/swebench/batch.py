@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -57,14 +58,17 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.live import Live
 
 from agent.core.config import ConfigError, RunConfig
 from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED
+from agent.core.hooks import Hooks, RunHook
 from agent.core.locks import Claimed, claim, folder_lock
 from agent.core.run import InputError, RunFailed, Task, output_paths, run_task
+from agent.core.runlog import BatchLog, RunLog
 from agent.core.secrets import Redactor
 from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.core.trajectory import write_atomic
@@ -92,6 +96,10 @@ from agent.swebench.progress import Progress, SlotHook
 from envs import scratch
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+logger = logging.getLogger(__name__)
+#: The batch's exit statuses, as SWE-agent writes them: {instances_by_exit_status: {status:
+#: [ids]}, total_cost}, rewritten as instances finish.
+EXIT_STATUSES = "run_batch_exit_statuses.yaml"
 
 #: Exit statuses that do not count as finished: the instance runs again on resume.
 UNFINISHED = {"interrupted"}
@@ -268,6 +276,29 @@ class Batch:
             self.write(self.preds_path, json.dumps(preds, indent=2, ensure_ascii=False))
             self.preds = preds
 
+    def save_status(self, instance_id: str, status: str) -> None:
+        """Put ``instance_id`` under ``status`` in :data:`EXIT_STATUSES` (out of any other it
+        was under, from an earlier run of the folder), read, merged and rewritten atomically
+        under the folder's lock, as ``preds.json`` is."""
+        path = self.output_dir / EXIT_STATUSES
+        with self.preds_lock, folder_lock(self.output_dir):
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            except (OSError, yaml.YAMLError):
+                data = None
+            found = data.get("instances_by_exit_status") if isinstance(data, dict) else None
+            by_status: dict[str, list[str]] = {}
+            for name, ids in (found if isinstance(found, dict) else {}).items():
+                kept = [str(i) for i in ids or [] if str(i) != instance_id]
+                if kept:
+                    by_status[str(name)] = kept
+            by_status.setdefault(status, []).append(instance_id)
+            out = {
+                "instances_by_exit_status": by_status,
+                "total_cost": round(self.stats.total_cost, 6),
+            }
+            self.write(path, yaml.safe_dump(out, sort_keys=False))
+
     # -- one instance ------------------------------------------------------------------------
 
     def pending(self) -> tuple[list[Instance], list[str], list[str]]:
@@ -321,7 +352,9 @@ class Batch:
             return "not started (total cost limit)"
         hook.on_status("starting")
         try:
-            exit_status, patch = self._run(instance, hook)
+            log_path = output_paths(self.output_dir, iid)["log"]
+            with RunLog(log_path, this_thread=True) as log:  # this instance's lines only
+                exit_status, patch = self._run(instance, Hooks([hook, log]))
         except KeyboardInterrupt:
             raise
         except Exception as e:
@@ -365,7 +398,7 @@ class Batch:
             **prediction_fields(data, mode=self.config.pgs.feedback),
         }
 
-    def _run(self, instance: Instance, hook: SlotHook) -> tuple[str, str]:
+    def _run(self, instance: Instance, hook: RunHook) -> tuple[str, str]:
         config = self.config
         status = hook.on_status
         with scratch.temporary_directory(f"pgs-{instance.instance_id[:40]}-") as tmp:
@@ -427,8 +460,26 @@ class Batch:
     def run(
         self, console: Console = err, executor: Executor | None = None
     ) -> tuple[Counter[str], list[str]]:
-        """Run every pending instance; (exit statuses of this run, ids skipped by resume)."""
+        """Run every pending instance; (exit statuses of this run, ids skipped by resume).
+        What the batch logs goes to ``batch.log`` (each instance's own lines to its
+        ``<id>.log``), its exit statuses to :data:`EXIT_STATUSES`."""
         self.output_dir.mkdir(parents=True, exist_ok=True)
+        with BatchLog(self.output_dir / "batch.log", self.redactor):
+            logger.info(
+                "batch of %s (%d workers) into %s: model %s, feedback %s",
+                _instances(len(self.instances)),
+                self.workers,
+                self.output_dir,
+                self.config.model.name,
+                self.config.pgs.feedback,
+            )
+            statuses, skipped = self._run_all(console, executor)
+            logger.info("batch ended: %s", dict(statuses.most_common()))
+            return statuses, skipped
+
+    def _run_all(
+        self, console: Console, executor: Executor | None
+    ) -> tuple[Counter[str], list[str]]:
         self.load_preds()
         todo, skipped, retried = self.pending()
         if skipped:
@@ -521,7 +572,10 @@ class Batch:
                         claims.pop(item.key).close()
                     statuses[status] += 1
                     if not status.startswith("not started"):
+                        logger.info("%s: %s", item.key, status)
                         live.console.print(self.redactor.redact(f"{item.key}: {status}"))
+                        if not status.startswith(("skipped", "not finished")):
+                            self.save_status(item.key, status)
                         self._count_failure(item.key, streak)
                 live.update(progress.render())
             live.update(progress.render())

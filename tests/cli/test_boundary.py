@@ -154,7 +154,8 @@ def test_no_secret_of_the_host_reaches_the_model_the_files_or_the_terminal(
         "requests": json.dumps(requests),
         **{str(p): p.read_text() for p in out.rglob("*") if p.is_file()},
     }
-    assert {Path(p).suffix for p in everything if "/" in p} == {".traj", ".patch", ".pred"}
+    suffixes = {Path(p).suffix for p in everything if "/" in p}
+    assert suffixes == {".traj", ".patch", ".pred", ".log", ".yaml"}
     for where, text in everything.items():
         for name, value in canaries.items():
             assert value not in text, f"{name} in {where}"

@@ -222,7 +222,8 @@ def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path)
     for folder in folders:
         assert folder.name.split("-")[2] == MODEL
         (run,) = folder.iterdir()
-        assert sorted(p.suffix for p in run.iterdir()) == [".patch", ".pred", ".traj"]
+        suffixes = sorted(p.suffix for p in run.iterdir())
+        assert suffixes == [".log", ".patch", ".pred", ".traj", ".yaml"]
         assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
 
 

@@ -14,6 +14,7 @@ from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
 from agent.core.run import Task, check_repo, load_issue, run_task
 from agent.models.scripted import ScriptedServer
+from agent.pgs.records import RoundRecord
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, SUBMIT, bash
 
@@ -32,6 +33,9 @@ class Recorder(RunHook):
 
     def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
         self.events.append(("step", (agent.steps, step["action"])))
+
+    def on_round(self, record: RoundRecord) -> None:
+        self.events.append(("round", record))
 
     def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
         written = {name: path.exists() for name, path in paths.items()}
@@ -81,11 +85,17 @@ def test_a_hook_sees_the_start_the_status_every_step_and_the_end(tmp_path: Path)
 
 def test_pgs_status_goes_through_the_hooks(tmp_path: Path) -> None:
     """Self-Edit (``io``) checks the candidate with the repository's tests: no Tester turns,
-    so the same script; its progress reaches the hook as ``PGS: ...``."""
+    so the same script; its progress reaches the hook as ``PGS: ...``, the checked candidate
+    as ``on_round``."""
     recorder = Recorder()
     _, _, result = local_run(tmp_path, FIX, [recorder], feedback="io")
     assert result.exit_status == "submitted"
     assert "PGS: checking candidate 1" in recorder.of("status")
+    # Once checked, the round itself: after the submit step, before the end.
+    [record] = recorder.of("round")
+    assert record.round == 1 and record.verdict is not None and record.report is not None
+    kinds = recorder.kinds()
+    assert kinds.index("step") < kinds.index("round") < kinds.index("done")
 
 
 def test_hooks_are_called_in_order_and_an_error_in_one_ends_the_run(tmp_path: Path) -> None:

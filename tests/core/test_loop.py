@@ -432,8 +432,8 @@ def test_api_key_never_reaches_the_output_folder_the_terminal_or_the_model(
     script = [bash('env; echo "key=$OPENAI_API_KEY"'), FIX, SUBMIT]
     with ScriptedServer(script) as server:
         done = subprocess.run(
-            # --verbose: debug logs (HTTP requests included) must not show the key either
-            [*PGS, "--verbose", *pgs_run_args(repo, server.url, base_image, out)[len(PGS) :]],
+            # -vv: debug logs (the libraries' HTTP requests included) must not show the key
+            [*PGS, "-vv", *pgs_run_args(repo, server.url, base_image, out)[len(PGS) :]],
             env=pgs_env(OPENAI_API_KEY=key),
             capture_output=True,
             text=True,
@@ -446,7 +446,7 @@ def test_api_key_never_reaches_the_output_folder_the_terminal_or_the_model(
     assert key not in done.stdout and key not in done.stderr
     assert key not in requests  # the sandbox does not see the key, so no observation holds it
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.suffix for p in files} == {".traj", ".patch", ".pred"}
+    assert {p.suffix for p in files} == {".traj", ".patch", ".pred", ".log", ".yaml"}
     for path in files:
         assert key not in path.read_text(), path
 

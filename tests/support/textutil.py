@@ -133,13 +133,18 @@ def last_message(request: dict[str, Any]) -> dict[str, Any]:
 
 def cli_error(capsys: pytest.CaptureFixture[str], *argv: str, code: int = 2) -> str:
     """Run ``pgs`` in this process; it must fail with exit ``code`` (2: a mistake in the
-    command; 1: the run ended in an error) and ONE ``pgs: error:`` line."""
+    command; 1: the run ended in an error) and ONE ``pgs: error:`` line, the last; before it
+    only the live view of a run that started (none for a mistake found before the run)."""
     got = main(list(argv))
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
     assert got == code, err
-    assert len(lines) == 1 and lines[0].startswith("pgs: error: "), err
-    return lines[0]
+    assert lines and lines[-1].startswith("pgs: error: "), err
+    assert not any(line.startswith("pgs: error: ") for line in lines[:-1]), err
+    assert "Traceback" not in err, err
+    if len(lines) > 1:  # the run had started: its live view's heading comes first
+        assert lines[0].startswith("pgs: ") and " | model " in lines[0], err
+    return lines[-1]
 
 
 def run_argv(
