@@ -27,7 +27,7 @@ from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
 from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(commands: Any) -> None:

@@ -17,7 +17,7 @@ from agent.core.run import InputError, check_prices, load_issue
 from envs import scratch
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(subparsers: Any) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from agent.core.run import check_writable
 from agent.swebench import (
@@ -31,7 +32,7 @@ from agent.swebench.evaluate import (
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.official import registry_arg
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(commands: Any) -> None:
@@ -282,11 +283,11 @@ def print_summary(outcomes: list[Outcome], path: Path) -> None:
     for o in outcomes:
         table.add_row(
             o.instance_id,
-            f"[{styles[o.kind]}]{o.kind}[/]",
+            Text(o.kind, style=styles[o.kind]),
             o.counts("FAIL_TO_PASS"),
             o.counts("PASS_TO_PASS"),
             "before" if o.earlier else f"{o.seconds:.1f}s",
-            (o.error or o.reason or "; ".join(o.deviations))[:80],
+            Text((o.error or o.reason or "; ".join(o.deviations))[:80]),
         )
     out = Console(highlight=False)
     if not out.is_terminal:  # a log file: one line per instance, never wrapped

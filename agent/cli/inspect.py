@@ -31,7 +31,7 @@ from agent.inspect.load import InspectError, load_trajectory, resolve
 from agent.inspect.model import Trajectory
 from envs.cli import USER_ERROR, print_error
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from agent.cli.batch import print_statuses
 from agent.cli.demo import EXAMPLES, _check_hidden_tests, make_example_repo
@@ -73,7 +74,7 @@ from agent.swebench.batch import Batch, finished_status
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.images import Environments
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 #: The eval summary of a row: ``OUTPUT/<row>/eval/<model>.ladder.json``.
 RUN_ID = "ladder"
@@ -293,7 +294,11 @@ def run_records(
     )
     for row in rows:
         folder = output_dir / row.name
-        err.print(f"[bold]{row.name}[/]: {row.title}, {len(chosen)} instances, in {folder}")
+        err.print(
+            Text.assemble(
+                (row.name, "bold"), f": {row.title}, {len(chosen)} instances, in {folder}"
+            )
+        )
         batch = Batch(
             chosen,
             row.config(config),
@@ -372,7 +377,11 @@ def run_examples(
             examples.append(Example(name, repo, task.instance_id, task.problem_statement))
         for row in rows:
             folder = output_dir / row.name
-            err.print(f"[bold]{row.name}[/]: {row.title}, {len(examples)} examples, in {folder}")
+            err.print(
+                Text.assemble(
+                    (row.name, "bold"), f": {row.title}, {len(examples)} examples, in {folder}"
+                )
+            )
             for example in examples:
                 run_example(example, row, row.config(config), folder, stats, redo=args.redo)
             changed = collect_predictions(folder)

@@ -44,7 +44,7 @@ from agent.swebench.batch import Batch
 from agent.swebench.executors import make_executor
 
 out = Console(highlight=False, width=140)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 #: mini-swe-agent's submit commands (2.x's marker, and 1.x's older one).
 MINI_SUBMIT = ["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "echo MINI_SWE_AGENT_FINAL_OUTPUT"]

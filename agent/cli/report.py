@@ -14,7 +14,7 @@ from rich.table import Table
 from agent.pgs.compare import LABELS, VERDICTS, ReportError, compare
 from envs.cli import USER_ERROR, print_error
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(commands: Any) -> None:

@@ -45,7 +45,7 @@ from agent.pgs.records import PGSRecord, ValidationRecord
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 
 def register(subparsers: Any) -> None:

@@ -39,7 +39,7 @@ from agent.pgs.report import CheckReport
 from envs.cli import print_error
 from envs.images import RepoImageSpec
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 #: GitHub refuses comments and PR bodies longer than 65536 characters.
 BODY_LIMIT = 60000
 #: In every comment pgs posts (an HTML comment: not shown), so that ``pgs github`` never takes

@@ -95,7 +95,7 @@ from agent.swebench.executors import Executor, LocalExecutor
 from agent.swebench.progress import Progress, SlotHook
 from envs import scratch
 
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 logger = logging.getLogger(__name__)
 #: The batch's exit statuses, as SWE-agent writes them: {instances_by_exit_status: {status:
 #: [ids]}, total_cost}, rewritten as instances finish.
