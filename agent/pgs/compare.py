@@ -86,7 +86,7 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
     counter = SimpleCounter()
     feedback = [str(r.feedback) for r in pgs.feedback_rounds()]
     setting = ablation_of(trajectory, mode=mode)
-    return {
+    fields = {
         "pgs_mode": str(found),
         "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
@@ -94,6 +94,12 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
         "cost": _cost(trajectory),
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
+    attempts = trajectory.get("attempts")
+    if isinstance(attempts, dict):  # --attempts: their count, the choice, the total cost
+        from agent.pgs.selection import prediction_fields as attempts_fields
+
+        fields |= attempts_fields(attempts)
+    return fields
 
 
 def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablation | None:
