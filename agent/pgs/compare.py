@@ -161,6 +161,9 @@ class Row:
     exit_status: str | None = None
     #: True / False from the run's eval report; None when no report grades it.
     resolved: bool | None = None
+    #: ``--attempts``: attempts that ran, and whether the choice changed a single run's patch.
+    attempts: int = 1
+    selection_changed: bool = False
 
 
 @dataclass
@@ -266,6 +269,8 @@ def read_run(folder: Path) -> Run:
                     **{name: fields.get(key) for name, key in SETTING_FIELDS.items()},
                 },
                 exit_status=str(status) if status else None,
+                attempts=int(fields.get("attempts") or 1),
+                selection_changed=bool(fields.get("selection_changed")),
             )
         )
     if missing:
@@ -328,6 +333,13 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "rounds": {"total": rounds, "mean": _mean(rounds, n)},
         "feedback_tokens": {"total": tokens, "mean": _mean(tokens, n)},
         "cost": {"total": cost, "mean": _mean(cost, n)},
+        # --attempts: instances run with several, attempts in all, choices that changed the
+        # patch a single attempt would have given
+        "attempts": {
+            "instances": sum(r.attempts > 1 for r in rows),
+            "total": sum(r.attempts for r in rows),
+            "changed": sum(r.selection_changed for r in rows),
+        },
     }
 
 

@@ -479,11 +479,11 @@ class PGS:
         files and what the patch changed among the test files go into ``round_record``.
         ``repo_tests``: the related test files to run (default: those of ``patch``)."""
         box = self.sandbox
+        if self.properties is None and self.shared is not None:
+            self.adopt(self.shared)  # first: the folder the guard then restores is its
         self.restore_properties(round_record)
         restore_original(box, keep=self.config.tester.properties_dir, base=self.base)
-        if self.properties is None and self.shared is not None:
-            self.adopt(self.shared)
-        elif self.properties is None:
+        if self.properties is None:
             self.write_and_validate_properties()
         if repo_tests is None:
             repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))

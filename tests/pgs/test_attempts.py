@@ -114,11 +114,84 @@ def test_then_the_smaller_patch_and_a_tie_goes_to_the_earlier_attempt() -> None:
 def test_the_record_keeps_every_candidate_and_reads_back() -> None:
     right = _candidate(1, "passed")
     chosen, reason, ties = choose([right])
+    assert chosen is right
     record = AttemptsRecord(candidates=[right], chosen=1, reason=reason, ties=ties, count=3)
     again = AttemptsRecord.model_validate(json.loads(json.dumps(record.model_dump(mode="json"))))
     assert again.candidates[0].verdict == "passed" and again.chosen == 1
     assert "only candidate" in again.reason
     assert "signature" not in record.model_dump(mode="json")["candidates"][0]
+
+
+# -- what users read back: pgs inspect, pgs report ------------------------------------------
+
+PATCH_RIGHT = (
+    "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n"
+    "@@ -1,3 +1,4 @@\n a = 1\n-b = 2\n+b = 3\n+c = 4\n d = 5\n"
+)
+PATCH_WRONG = (
+    "diff --git a/stats.py b/stats.py\n--- a/stats.py\n+++ b/stats.py\n"
+    "@@ -1,3 +1,3 @@\n a = 1\n-b = 2\n+b = 9\n d = 5\n"
+)
+
+
+def _run_folder(tmp_path: Path) -> Path:
+    """A run folder as `pgs run --attempts 2` writes it (the main files only)."""
+    wrong = _candidate(1, "failed", issue_fails=True).model_copy(update={"patch": PATCH_WRONG})
+    right = _candidate(2, "passed").model_copy(update={"patch": PATCH_RIGHT, "cost": 0.5})
+    chosen, reason, ties = choose([wrong, right])
+    assert chosen is right
+    record = AttemptsRecord(
+        count=2,
+        ran=2,
+        candidates=[wrong, right],
+        chosen=2,
+        reason=reason,
+        ties=ties,
+        shared_from=1,
+        changed=True,
+        total_cost=0.75,
+    )
+    iid = "stats__issue"
+    folder = tmp_path / "run"
+    traj = {
+        "trajectory": [],
+        "history": [],
+        "info": {"exit_status": "submitted", "submission": PATCH_RIGHT},
+        "replay_config": {"model": {"name": "m"}, "pgs": {"feedback": "property-min"}},
+        "pgs": {"mode": "property-min", "verdict": "passed"},
+        "attempts": record.model_dump(mode="json"),
+    }
+    (folder / iid).mkdir(parents=True)
+    (folder / iid / f"{iid}.traj").write_text(json.dumps(traj))
+    pred = {"instance_id": iid, "model_name_or_path": "m", "model_patch": PATCH_RIGHT}
+    (folder / iid / f"{iid}.pred").write_text(json.dumps(pred))
+    return folder
+
+
+def test_inspect_shows_the_attempts_side_by_side_with_the_interdiff(tmp_path: Path) -> None:
+    folder = _run_folder(tmp_path)
+    page = tmp_path / "page.html"
+    assert main(["inspect", str(folder / "stats__issue"), "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "Attempts: 2 of 2 ran, attempt 2 chosen" in html
+    assert "attempt 2 (chosen)" in html and "over attempt 1 by verdict" in html
+    assert "attempt 1: changes from the chosen patch (interdiff)" in html
+    assert "b = 9" in html  # the interdiff from the chosen patch to attempt 1's
+
+
+def test_report_counts_attempts_and_changed_choices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _run_folder(tmp_path)
+    assert main(["report", str(folder), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["attempts"] == {"instances": 1, "total": 2, "changed": 1}
+    assert row["cost"]["total"] == pytest.approx(0.75)  # every attempt's cost
+    assert main(["report", str(folder)]) == 0
+    assert (
+        "1 of 1 instances ran several attempts (2 attempts in all); the selection changed "
+        "the patch of 1" in capsys.readouterr().err
+    )
 
 
 # -- bad flags ---------------------------------------------------------------------------------
@@ -222,7 +295,7 @@ TESTER = [
 def _run(repo: Path, out: Path, steps: list[dict[str, Any]], *flags: str) -> tuple[int, Any]:
     from agent.models.scripted import ScriptedServer
 
-    with ScriptedServer({"model": "scripted", "steps": steps}) as server:
+    with ScriptedServer(steps) as server:
         code = main(
             [
                 "run",
