@@ -56,6 +56,7 @@ from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS, flagged, judge
 from agent.pgs.records import PGSRecord, RoundRecord, Verdict
 from agent.pgs.related import changed_files, related_tests
+from agent.pgs.report import CheckReport
 from agent.pgs.selection import AttemptsRecord, Candidate, choose, evidence
 from agent.pgs.shared import SharedProperties
 
@@ -291,7 +292,10 @@ def select(
     hooks: RunHook,
 ) -> AttemptsRecord:
     """Check every attempt's final patch in one sandbox, by the same properties, related
-    tests and inputs, and choose (:func:`agent.pgs.selection.choose`)."""
+    tests and inputs, and choose (:func:`agent.pgs.selection.choose`). A single attempt (an
+    early stop) keeps its own last check as its evidence: there is nothing to compare."""
+    if len(done) == 1:
+        return _alone(*done[0], shared)
     box = open_sandbox(config, task.repo, uuid.uuid4().hex[:12], hooks, task.image_spec)
     candidates: list[Candidate] = []
     try:
@@ -334,20 +338,45 @@ def select(
     )
 
 
-def _candidate(
-    checker: PGS, k: int, data: dict[str, Any], patch: str, repo_tests: list[str] | None
-) -> Candidate:
+def _alone(k: int, data: dict[str, Any], shared: SharedProperties | None) -> AttemptsRecord:
+    """The record of a single attempt: its own last check is the evidence."""
+    own = PGSRecord.model_validate(data.get("pgs") or {})
+    patch = str((data.get("info") or {}).get("submission") or "")
+    last = own.rounds[-1] if own.rounds else None
+    report = last.report if last is not None and last.report is not None else CheckReport()
+    shows_bug = shared.shows_bug if shared is not None else set()
+    found = evidence(k, patch, report, shows_bug, own.verdict, own.verdict_reason or "")
+    found = found.model_copy(update=_about(data))
+    _, reason, ties = choose([found])
+    return AttemptsRecord(
+        candidates=[found],
+        chosen=k,
+        reason=reason + "; its own last check is the evidence",
+        ties=ties,
+        shared_from=shared.attempt if shared else None,
+        seed=last.seed if last is not None else None,
+    )
+
+
+def _about(data: dict[str, Any]) -> dict[str, Any]:
+    """What a candidate records of its own run."""
     info = data.get("info") or {}
     own = PGSRecord.model_validate(data.get("pgs") or {})
     temperature = ((data.get("replay_config") or {}).get("model") or {}).get("temperature")
     cost, tester = costs(data)
-    about: dict[str, Any] = {
+    return {
         "exit_status": info.get("exit_status"),
         "own_verdict": own.verdict,
         "cost": cost,
         "tester_cost": tester,
         "temperature": temperature,
     }
+
+
+def _candidate(
+    checker: PGS, k: int, data: dict[str, Any], patch: str, repo_tests: list[str] | None
+) -> Candidate:
+    about = _about(data)
     checker.checks_run = 0  # every candidate meets the inputs of the same seed
     round_record = RoundRecord(round=k, patch=patch)
     try:
