@@ -405,3 +405,43 @@ def test_attempts_stop_early_once_one_passes(
     assert not (out / iid / "attempt-2").exists()
     record = AttemptsRecord.model_validate(_traj(out / iid / f"{iid}.traj")["attempts"])
     assert record.ran == 1 and record.chosen == 1 and not record.changed
+
+
+# -- the Ray executor's path: the attempt folders travel with the instance's files -------------
+
+
+def test_a_detached_run_s_attempt_folders_land_in_the_output_folder(tmp_path: Path) -> None:
+    """What a Ray task returns (``Finished.files``, by path relative to ``<id>/``) is written
+    by the driver as the local run wrote it: the attempt folders beside the main files."""
+    from agent.core.config import load_config
+    from agent.swebench import Environments, Instance
+    from agent.swebench.batch import Batch, Finished
+    from agent.swebench.progress import Progress
+
+    iid = "acme__lib-1"
+    instance = Instance.from_record({"instance_id": iid, "repo": "acme/lib", "base_commit": "a"})
+    batch = Batch(
+        [instance],
+        load_config(None, {"model": {"name": "m"}}),
+        tmp_path,
+        Environments(tmp_path, {}),
+    )
+    files = {
+        f"{iid}.traj": json.dumps({"info": {"exit_status": "submitted"}}),
+        f"{iid}.patch": "",
+        f"attempt-1/{iid}.traj": json.dumps({"info": {"exit_status": "submitted"}}),
+        f"attempt-1/{iid}.pred": "{}",
+    }
+    finished = Finished(
+        instance_id=iid,
+        exit_status="submitted",
+        files=files,
+        pred=None,
+        cost=0.0,
+        api_calls=0,
+        seconds=1.0,
+        worker="node:1",
+    )
+    assert batch.land(instance, finished, Progress(1, 1, batch.stats)) == "submitted"
+    assert (tmp_path / iid / "attempt-1" / f"{iid}.pred").read_text() == "{}"
+    assert (tmp_path / iid / f"{iid}.traj").exists()
