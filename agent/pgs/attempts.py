@@ -205,11 +205,9 @@ def attempt_config(
     config: RunConfig,
     attempts: AttemptsConfig,
     attempt: int,
-    shared: SharedProperties | None,
     spent: float,
 ) -> RunConfig:
-    """Attempt ``attempt``'s configuration: its temperature, the budget left, and no Tester
-    turn of its own once the properties are shared."""
+    """Attempt ``attempt``'s configuration: its temperature and the budget left."""
     model = config.model
     if attempts.temperatures:
         temperature = attempts.temperatures[(attempt - 1) % len(attempts.temperatures)]
@@ -219,10 +217,9 @@ def attempt_config(
         own = model.per_instance_cost_limit
         limit = min(own, left) if own else left
         model = model.model_copy(update={"per_instance_cost_limit": limit})
-    pgs = config.pgs
-    if shared is not None:
-        pgs = pgs.model_copy(update={"fresh_probes": 0, "tester_retries": 0})
-    return config.model_copy(update={"model": model, "pgs": pgs})
+    # The pgs section stays as given (its ablation is what a resume compares): an attempt
+    # that adopts ``shared`` has no Tester turn and no fresh probe (PGS._may_probe).
+    return config.model_copy(update={"model": model})
 
 
 def run_attempts(
@@ -259,7 +256,7 @@ def run_attempts(
             forward.prefix = f"attempt {k}/{attempts.count}"
             run_task(
                 task,
-                attempt_config(config, attempts, k, shared, spent),
+                attempt_config(config, attempts, k, spent),
                 output_dir,
                 hooks=[forward],
                 global_stats=global_stats,

@@ -561,6 +561,7 @@ class PGS:
             and self.probes < self.config.fresh_probes
             and self.feedback_sent < self.config.rounds
             and self._tester_worked()
+            and self.shared is None  # adopted properties: the Tester is paid once
         )
 
     def _tester_worked(self) -> bool:
