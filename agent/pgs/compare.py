@@ -321,7 +321,7 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     rounds = sum(r.rounds for r in rows)
     tokens = sum(r.feedback_tokens for r in rows)
     cost = sum(r.cost for r in rows)
-    return {
+    row = {
         "mode": setting["mode"],
         "setting": setting,
         "runs": sorted({r.run for r in rows}),
@@ -333,14 +333,16 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "rounds": {"total": rounds, "mean": _mean(rounds, n)},
         "feedback_tokens": {"total": tokens, "mean": _mean(tokens, n)},
         "cost": {"total": cost, "mean": _mean(cost, n)},
+    }
+    if any(r.attempts > 1 for r in rows):
         # --attempts: instances run with several, attempts in all, choices that changed the
         # patch a single attempt would have given
-        "attempts": {
+        row["attempts"] = {
             "instances": sum(r.attempts > 1 for r in rows),
             "total": sum(r.attempts for r in rows),
             "changed": sum(r.selection_changed for r in rows),
-        },
-    }
+        }
+    return row
 
 
 def compare(folders: list[Path]) -> dict[str, Any]:
