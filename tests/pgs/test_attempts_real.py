@@ -133,7 +133,8 @@ def test_gold_among_wrong_candidates_is_chosen(
     assert chosen.chosen == 3, chosen.reason
     assert [by_k[k].verdict for k in (1, 2, 3)] == ["failed", "failed", "passed"]
     assert by_k[1].issue_passed == 0 and by_k[2].issue_passed == 1 and by_k[2].broken
-    assert "attempt 3 (passed): over attempt 1 by verdict" in chosen.reason
+    assert chosen.reason.startswith("attempt 3 (passed): over attempt 2 by verdict")
+    assert "over attempt 1 by verdict (verdict passed against verdict failed)" in chosen.reason
     pred = json.loads((out / "preds.json").read_text())[IID]
     assert pred["attempt_chosen"] == 3 and pred["selection_changed"] is True
     assert "+    if auth:" in pred["model_patch"]
