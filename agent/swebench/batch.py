@@ -570,6 +570,8 @@ class Batch:
         for path in paths.values():  # an earlier run's file the new run did not write
             if path.name not in finished.files:
                 path.unlink(missing_ok=True)
+        if any("/" in name for name in finished.files):  # attempt-<k>/: only the new ones
+            remove_attempts(self.output_dir, instance.instance_id)
         traj_name = paths["traj"].name
         for name, text in finished.files.items():
             if name != traj_name:
