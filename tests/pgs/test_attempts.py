@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.cli import main
 from agent.pgs.records import Verdict
 from agent.pgs.report import CheckReport, TestResult
-from agent.pgs.selection import AttemptsRecord, Candidate, choose, evidence
+from agent.pgs.selection import VERDICT_ORDER, AttemptsRecord, Candidate, choose, evidence
 from tests.support.textutil import cli_error
 
 ISSUE_PROP = ".pgs/properties/test_median.py::test_median_of_even_count"
@@ -120,6 +122,38 @@ def test_the_record_keeps_every_candidate_and_reads_back() -> None:
     assert again.candidates[0].verdict == "passed" and again.chosen == 1
     assert "only candidate" in again.reason
     assert "signature" not in record.model_dump(mode="json")["candidates"][0]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["passed", "tests-only", "failed"]),
+            st.booleans(),
+            st.booleans(),
+            st.integers(1, 4),
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+    st.randoms(),
+)
+def test_the_choice_does_not_depend_on_the_order_the_candidates_come_in(
+    specs: list[tuple[str, bool, bool, int]], rnd: Any
+) -> None:
+    def made() -> list[Candidate]:
+        return [
+            _candidate(k, verdict, issue_fails=i, regression_fails=r, patch_lines=n)  # type: ignore[arg-type]
+            for k, (verdict, i, r, n) in enumerate(specs, start=1)
+        ]
+
+    first, reason, _ = choose(made())
+    shuffled = made()
+    rnd.shuffle(shuffled)
+    again, reason_again, _ = choose(shuffled)
+    assert first is not None and again is not None
+    assert first.attempt == again.attempt and reason == reason_again
+    best = min(VERDICT_ORDER.index(v) for v, *_ in specs)
+    assert VERDICT_ORDER.index(first.verdict) == best
 
 
 # -- what users read back: pgs inspect, pgs report ------------------------------------------
