@@ -195,8 +195,9 @@ def _run_folder(tmp_path: Path) -> Path:
         "pgs": {"mode": "property-min", "verdict": "passed"},
         "attempts": record.model_dump(mode="json"),
     }
-    (folder / iid).mkdir(parents=True)
+    (folder / iid / "attempt-1").mkdir(parents=True)
     (folder / iid / f"{iid}.traj").write_text(json.dumps(traj))
+    (folder / iid / "attempt-1" / f"{iid}.traj").write_text(json.dumps({**traj, "attempts": 0}))
     pred = {"instance_id": iid, "model_name_or_path": "m", "model_patch": PATCH_RIGHT}
     (folder / iid / f"{iid}.pred").write_text(json.dumps(pred))
     return folder
