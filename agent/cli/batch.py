@@ -15,6 +15,7 @@ from agent.cli.eval import add_environment_flags
 from agent.core.config import add_config_flags, flag_overrides, load_config
 from agent.core.errors import INTERRUPTED
 from agent.core.run import check_prices, check_writable, default_output_dir
+from agent.pgs.attempts import add_attempts_flags, attempts_config
 from agent.swebench import (
     Environments,
     InstanceError,
@@ -78,6 +79,7 @@ def register(commands: Any) -> None:
         help="YAML file with the run's sections; repeat it to stack files, later ones win",
     )
     add_environment_flags(parser)
+    add_attempts_flags(parser)
     add_config_flags(parser)
     parser.set_defaults(func=cmd_batch)
 
@@ -115,6 +117,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         redo=args.redo,
         workers=args.workers,
         stop_after=args.stop_after,
+        attempts=attempts_config(args),
     )
     executor = make_executor(args.executor, args.workers, args.ray_address)
     err.print(

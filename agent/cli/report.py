@@ -104,6 +104,14 @@ def print_comparison(result: dict[str, Any], title: str = "ablation settings sid
     if not out.is_terminal:  # a log file: never wrapped
         out = Console(highlight=False, width=320)
     out.print(table)
+    for row in result["rows"]:
+        several = row.get("attempts") or {}
+        if several.get("instances"):  # --attempts: how often the choice changed the outcome
+            err.print(
+                f"{row['mode']}: {several['instances']} of {row['instances']} instances ran "
+                f"several attempts ({several['total']} attempts in all); the selection "
+                f"changed the patch of {several['changed']}"
+            )
     for run in result["runs"]:
         report = run["eval_report"] or "no eval report (resolved: -)"
         err.print(

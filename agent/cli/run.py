@@ -34,13 +34,20 @@ from agent.core.run import (
     default_output_dir,
     load_issue,
     output_paths,
-    run_task,
     usage,
 )
 from agent.core.runlog import RunLog
 from agent.core.secrets import Redactor
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
+from agent.pgs.attempts import (
+    AttemptsConfig,
+    add_attempts_flags,
+    attempts_config,
+    remove_attempts,
+    run_attempts,
+    summary_lines,
+)
 from agent.pgs.records import PGSRecord, ValidationRecord
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
@@ -94,6 +101,7 @@ def register(subparsers: Any) -> None:
     )
     add_view_flags(run)
     add_github_flags(run)
+    add_attempts_flags(run)
     add_config_flags(run)
     run.set_defaults(func=cmd_run)
 
@@ -200,6 +208,7 @@ def setup_spec(
 
 def cmd_run(args: argparse.Namespace) -> int:
     config = load_config(args.config, flag_overrides(args))
+    attempts = attempts_config(args)
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before a clone or an image is made for nothing
     image_spec = setup_spec(
@@ -229,7 +238,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
     result = run_with_progress(
-        task, config, output_dir, overwrite=args.overwrite, hooks=hooks, quiet=args.quiet
+        task,
+        config,
+        output_dir,
+        overwrite=args.overwrite,
+        hooks=hooks,
+        quiet=args.quiet,
+        attempts=attempts,
     )
     if pr_hook is not None and pr_hook.refused:
         return 1
@@ -297,10 +312,13 @@ def run_with_progress(
     overwrite: bool = False,
     hooks: Sequence[RunHook] = (),
     quiet: bool = False,
+    attempts: AttemptsConfig | None = None,
 ) -> RunResult:
     """:func:`run_task` with the live view (:class:`agent.cli.view.LiveView`; ``quiet``: the
     spinner, :class:`TerminalHook`) and the report first, then the run's log file
-    (:class:`agent.core.runlog.RunLog`), then ``hooks``."""
+    (:class:`agent.core.runlog.RunLog`), then ``hooks``; with ``attempts``, several attempts
+    (:func:`agent.pgs.attempts.run_attempts`: the attempts an earlier run finished are kept,
+    unless ``overwrite``)."""
     check_writable(output_dir)
     with contextlib.ExitStack() as held:
         # The claim makes the same-instance check atomic: two runs of one issue into one
@@ -311,10 +329,12 @@ def run_with_progress(
         except Claimed as e:
             raise InputError(f"{e}: wait for it to finish, or pass another --output-dir") from None
         check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
+        if overwrite:
+            remove_attempts(output_dir, task.instance_id)
         terminal = TerminalHook() if quiet else LiveView(err, report)
         log = held.enter_context(RunLog(output_paths(output_dir, task.instance_id)["log"]))
         try:
-            return run_task(task, config, output_dir, hooks=[terminal, log, *hooks])
+            return run_attempts(task, config, output_dir, attempts, hooks=[terminal, log, *hooks])
         except KeyboardInterrupt:
             terminal.close()
             traj = output_paths(output_dir, task.instance_id)["traj"]
@@ -361,6 +381,8 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
         for r in pgs.rounds:
             if r.selection:
                 console.print(redact(f"  round {r.round}: {r.selection.why}"))
+    for line in summary_lines(result.trajectory):  # --attempts: each, the total, the choice
+        console.print(redact(line))
     console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
 
 

@@ -39,6 +39,7 @@ from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
 from agent.pgs.records import PGSRecord
+from agent.pgs.shared import SharedProperties
 from envs.errors import EnvError, NotAGitRepository
 from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
@@ -404,8 +405,10 @@ def make_reviewer(
     global_stats: GlobalStats | None,
     hooks: RunHook,
     base: str = "HEAD",
+    shared: SharedProperties | None = None,
 ) -> PGS | None:
-    """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone)."""
+    """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone);
+    ``shared``: another attempt's property set, adopted instead of a Tester turn."""
     pgs = config.pgs
     if pgs.feedback == "none":
         traj.extra["pgs"] = {"mode": "none"}
@@ -426,6 +429,7 @@ def make_reviewer(
         status=on_review,
         base=base,
         on_round=hooks.on_round,
+        shared=shared,
     )
 
 
@@ -436,13 +440,16 @@ def run_task(
     *,
     hooks: Iterable[RunHook] = (),
     global_stats: GlobalStats | None = None,
+    paths: dict[str, Path] | None = None,
+    shared: SharedProperties | None = None,
 ) -> RunResult:
     """Run ``task``; ``hooks`` see it start, its progress, each step and its end
-    (:mod:`agent.core.hooks`)."""
+    (:mod:`agent.core.hooks`). ``paths``: where its files go (default: :func:`output_paths`);
+    ``shared``: a property set to adopt (one attempt of several, :mod:`agent.pgs.attempts`)."""
     run_id = uuid.uuid4().hex[:12]
     hook = Hooks(hooks)
     hook.on_start(task, config)
-    paths = output_paths(output_dir, task.instance_id)
+    paths = paths or output_paths(output_dir, task.instance_id)
     replay = dump(config)
     replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
     redactor = Redactor.for_config(config)
@@ -467,7 +474,9 @@ def run_task(
         base = base_commit(sandbox)
         traj.info["sandbox_base_commit"] = base
         hook.on_status("the agent is working")
-        reviewer = make_reviewer(config, task, sandbox, toolset, traj, global_stats, hook, base)
+        reviewer = make_reviewer(
+            config, task, sandbox, toolset, traj, global_stats, hook, base, shared
+        )
         agent = Agent(
             config.agent,
             model,

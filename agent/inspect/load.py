@@ -17,6 +17,7 @@ its message is one sentence that says what to pass instead.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agent.inspect.batch import load_batch
@@ -46,11 +47,18 @@ def resolve(path: Path) -> Path:
         return path
     direct = sorted([*path.glob("*.traj"), *path.glob("*.traj.json")])  # .json: mini-swe-agent
     nested = sorted([*path.glob("*/*.traj"), *path.glob("*/*.traj.json")])
+    if len(direct) == 1:  # --attempts: attempt-<k>/<id>.traj beside <id>.traj is one run
+        nested = [p for p in nested if not _attempt_of(p, direct[0])]
     if len(direct) == 1 and not nested and not (path / "preds.json").is_file():
         return direct[0]
     if direct or nested or (path / "preds.json").is_file():
         return path
     raise InspectError(f"{path} holds no .traj file and no preds.json: pass {KINDS}")
+
+
+def _attempt_of(path: Path, main: Path) -> bool:
+    """``path`` is one attempt of the run ``main`` holds (``<id>/attempt-<k>/<id>.traj``)."""
+    return re.fullmatch(r"attempt-\d+", path.parent.name) is not None and path.name == main.name
 
 
 def load(path: Path) -> Trajectory | Batch:

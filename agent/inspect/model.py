@@ -209,6 +209,44 @@ class PGSRecord:
 
 
 @dataclass
+class AttemptView:
+    """One attempt of several (``--attempts``): its evidence and its patch."""
+
+    attempt: int
+    chosen: bool
+    exit_status: str | None
+    own_verdict: str | None
+    verdict: str
+    verdict_reason: str
+    issue: str
+    broken: list[str]
+    agreement: int
+    patch_lines: int
+    cost: float
+    tester_cost: float
+    temperature: float | None
+    patch: Diff
+    #: From the chosen patch to this one (None: the chosen one; an error: text in ``patch``).
+    interdiff: Diff | None = None
+
+
+@dataclass
+class AttemptsView:
+    """The ``attempts`` record of a run with several attempts, and the choice."""
+
+    count: int
+    ran: int
+    stopped: str | None
+    chosen: int | None
+    reason: str
+    ties: list[int]
+    shared_from: int | None
+    total_cost: float
+    order: list[str]
+    candidates: list[AttemptView] = field(default_factory=list)
+
+
+@dataclass
 class Trajectory:
     path: Path | None
     instance_id: str
@@ -230,6 +268,8 @@ class Trajectory:
     #: Why there is no PGS record when that is by design (``--feedback none``).
     pgs_absent: str | None = None
     missing: list[str] = field(default_factory=list)
+    #: ``--attempts``: every attempt side by side and why the chosen one won.
+    attempts: AttemptsView | None = None
 
     @property
     def total_cost(self) -> float | None:

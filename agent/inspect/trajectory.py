@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agent.inspect.attempts import read_attempts
 from agent.inspect.diff import parse_diff
 from agent.inspect.fields import (
     KINDS,
@@ -118,6 +119,7 @@ def trajectory_from_dict(
     for note, count in sorted(absent.items()):
         missing.append(f"{note} (in {count} of {len(traj.steps)} steps)")
     _read_info(traj, info, replay, missing, path)
+    traj.attempts = None if sub else read_attempts(data.get("attempts"))
     pgs = data.get("pgs")
     if isinstance(pgs, dict) and not sub:
         traj.pgs = read_pgs(pgs, replay, _tester_conversation)

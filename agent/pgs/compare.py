@@ -86,7 +86,7 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
     counter = SimpleCounter()
     feedback = [str(r.feedback) for r in pgs.feedback_rounds()]
     setting = ablation_of(trajectory, mode=mode)
-    return {
+    fields = {
         "pgs_mode": str(found),
         "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
@@ -94,6 +94,12 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
         "cost": _cost(trajectory),
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
+    attempts = trajectory.get("attempts")
+    if isinstance(attempts, dict):  # --attempts: their count, the choice, the total cost
+        from agent.pgs.selection import prediction_fields as attempts_fields
+
+        fields |= attempts_fields(attempts)
+    return fields
 
 
 def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablation | None:
@@ -155,6 +161,9 @@ class Row:
     exit_status: str | None = None
     #: True / False from the run's eval report; None when no report grades it.
     resolved: bool | None = None
+    #: ``--attempts``: attempts that ran, and whether the choice changed a single run's patch.
+    attempts: int = 1
+    selection_changed: bool = False
 
 
 @dataclass
@@ -260,6 +269,8 @@ def read_run(folder: Path) -> Run:
                     **{name: fields.get(key) for name, key in SETTING_FIELDS.items()},
                 },
                 exit_status=str(status) if status else None,
+                attempts=int(fields.get("attempts") or 1),
+                selection_changed=bool(fields.get("selection_changed")),
             )
         )
     if missing:
@@ -310,7 +321,7 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     rounds = sum(r.rounds for r in rows)
     tokens = sum(r.feedback_tokens for r in rows)
     cost = sum(r.cost for r in rows)
-    return {
+    row = {
         "mode": setting["mode"],
         "setting": setting,
         "runs": sorted({r.run for r in rows}),
@@ -323,6 +334,15 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "feedback_tokens": {"total": tokens, "mean": _mean(tokens, n)},
         "cost": {"total": cost, "mean": _mean(cost, n)},
     }
+    if any(r.attempts > 1 for r in rows):
+        # --attempts: instances run with several, attempts in all, choices that changed the
+        # patch a single attempt would have given
+        row["attempts"] = {
+            "instances": sum(r.attempts > 1 for r in rows),
+            "total": sum(r.attempts for r in rows),
+            "changed": sum(r.selection_changed for r in rows),
+        }
+    return row
 
 
 def compare(folders: list[Path]) -> dict[str, Any]:

@@ -78,6 +78,7 @@ from agent.pgs.records import (
 from agent.pgs.related import changed_files, is_test_file, related_tests
 from agent.pgs.report import PARTIAL_BELOW, CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
+from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
 from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
@@ -255,8 +256,11 @@ class PGS:
         status: Callable[[str], None] = lambda _: None,
         base: str = "HEAD",
         on_round: Callable[[RoundRecord], None] = lambda _: None,
+        shared: SharedProperties | None = None,
     ) -> None:
         self.config = config
+        #: Another attempt's validated property set, adopted instead of a Tester turn.
+        self.shared = shared
         self.sandbox = sandbox
         self.toolset = toolset
         self.tester_model = tester_model
@@ -469,16 +473,26 @@ class PGS:
 
     # -- the steps ----------------------------------------------------------------------------
 
-    def check(self, patch: str, round_record: RoundRecord | None = None) -> CheckReport:
+    def check(
+        self,
+        patch: str,
+        round_record: RoundRecord | None = None,
+        *,
+        repo_tests: list[str] | None = None,
+    ) -> CheckReport:
         """Check ``patch`` (the Tester's properties restored first, the original code's tests);
         the sandbox is left with the candidate applied. What the Generator did to the property
-        files and what the patch changed among the test files go into ``round_record``."""
+        files and what the patch changed among the test files go into ``round_record``.
+        ``repo_tests``: the related test files to run (default: those of ``patch``)."""
         box = self.sandbox
+        if self.properties is None and self.shared is not None:
+            self.adopt(self.shared)  # first: the folder the guard then restores is its
         self.restore_properties(round_record)
         restore_original(box, keep=self.config.tester.properties_dir, base=self.base)
         if self.properties is None:
             self.write_and_validate_properties()
-        repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))
+        if repo_tests is None:
+            repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))
         baseline = self.baseline(repo_tests)
         if patch.strip():
             box.write_file(CANDIDATE, patch)
@@ -519,6 +533,21 @@ class PGS:
             self.status("no issue property survived; the Tester tries again")
             self.tester_turn("retry", note=self._retry_note())
 
+    def adopt(self, shared: SharedProperties) -> None:
+        """Take another attempt's validated property set (``--attempts``): its files in the
+        properties folder, its kept properties and validation, no Tester turn."""
+        self.status(f"the properties of attempt {shared.attempt}, validated once, are checked")
+        self.guard.files = {p: (t.encode("utf-8"), 0o644) for p, t in shared.properties.items()}
+        self.guard.restore(self.sandbox)
+        self.properties = dict(shared.properties)
+        self.kept = list(shared.kept)
+        self.shows_bug = set(shared.shows_bug)
+        self.record.properties = dict(shared.properties)
+        self.record.property_sha256 = self.guard.sha256()
+        self.record.validation = shared.validation.model_copy(deep=True)
+        self.record.shared_from_attempt = shared.attempt
+        self._sync()
+
     def probe(self, round_record: RoundRecord) -> bool:
         """Fresh probes: the Tester once more, for rules not written yet; True if it added any
         kept property. The candidate is aside (original code) while it works."""
@@ -538,6 +567,7 @@ class PGS:
             and self.probes < self.config.fresh_probes
             and self.feedback_sent < self.config.rounds
             and self._tester_worked()
+            and self.shared is None  # adopted properties: the Tester is paid once
         )
 
     def _tester_worked(self) -> bool:

@@ -15,6 +15,7 @@ models existed, key for key:
 - ``validation``: the last set on the original code (:class:`ValidationRecord`);
 - ``tester_turns``: one :class:`TesterTurn` per Tester conversation;
 - ``rounds``: one :class:`RoundRecord` per checked candidate;
+- ``shared_from_attempt``: with ``--attempts``, the attempt whose properties this run adopted;
 - ``tester``, ``tester_2``, ...: each Tester conversation (:class:`TesterConversation`), kept
   as extra keys of the record (:meth:`PGSRecord.conversations`).
 
@@ -242,6 +243,7 @@ class PGSRecord(Record):
         "seed",
         "base_commit",
         "property_sha256",
+        "shared_from_attempt",
     )
     mode: FeedbackMode = "none"
     ablation: Ablation | None = Field(None, description="the run's full ablation setting")
@@ -267,6 +269,11 @@ class PGSRecord(Record):
         None,
         description="the run's seed: each check's Hypothesis seed derives from it (--pgs.seed "
         "replays them); None: derandomised checks",
+    )
+    shared_from_attempt: int | None = Field(
+        None,
+        description="with --attempts: the attempt whose Tester wrote the properties this run "
+        "adopted (no Tester turn of its own); None: its own Tester's",
     )
 
     @classmethod

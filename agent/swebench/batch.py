@@ -67,7 +67,7 @@ from agent.core.config import ConfigError, RunConfig
 from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED
 from agent.core.hooks import Hooks, RunHook
 from agent.core.locks import Claimed, claim, folder_lock
-from agent.core.run import InputError, RunFailed, Task, output_paths, run_task
+from agent.core.run import InputError, RunFailed, Task, output_paths
 from agent.core.runlog import BatchLog, RunLog
 from agent.core.secrets import Redactor
 from agent.core.tools import ToolConfigError, ToolInstallError
@@ -81,6 +81,7 @@ from agent.models import (
     Unreachable,
     model_kind,
 )
+from agent.pgs.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.pgs.compare import ablation_of, prediction_fields
 from agent.pgs.method import ablation
 from agent.swebench import (
@@ -230,6 +231,8 @@ class Batch:
     halted: str | None = None
     #: The batch stopped early on a mistake in the command (:data:`MISTAKES`), not the machine.
     halted_by_mistake: bool = False
+    #: Generator attempts per instance (``--attempts``, :mod:`agent.pgs.attempts`).
+    attempts: AttemptsConfig = field(default_factory=AttemptsConfig)
 
     @cached_property
     def redactor(self) -> Redactor:
@@ -418,10 +421,13 @@ class Batch:
             if self.hints and instance.hints_text.strip():
                 problem += f"\n\nHints:\n{instance.hints_text.strip()}"
             task = Task(instance.instance_id, problem, tree)
-            result = run_task(
+            if self.redo:  # the attempts of an earlier run are not resumed
+                remove_attempts(self.output_dir, instance.instance_id)
+            result = run_attempts(
                 task,
                 config,
                 self.output_dir,
+                self.attempts,
                 hooks=[hook],
                 global_stats=self.stats,
             )
@@ -645,7 +651,15 @@ class Batch:
             update["total_cost_limit"] = max(limit - self.stats.total_cost, 1e-12)
         model = self.config.model.model_copy(update=update)
         config = self.config.model_copy(update={"model": model})
-        executor.submit(instance.instance_id, run_detached, instance, config, self.envs, self.hints)
+        executor.submit(
+            instance.instance_id,
+            run_detached,
+            instance,
+            config,
+            self.envs,
+            self.hints,
+            self.attempts,
+        )
         with progress.lock:
             slot = next(i for i in range(len(progress.slots) + 1) if i not in progress.slots)
             progress.slots[slot] = (instance.instance_id, "submitted to the cluster")
@@ -660,6 +674,8 @@ class Batch:
         for path in paths.values():  # an earlier run's file the new run did not write
             if path.name not in finished.files:
                 path.unlink(missing_ok=True)
+        if any("/" in name for name in finished.files):  # attempt-<k>/: only the new ones
+            remove_attempts(self.output_dir, instance.instance_id)
         traj_name = paths["traj"].name
         for name, text in finished.files.items():
             if name != traj_name:
@@ -724,21 +740,29 @@ class Finished(BaseModel):
 
 
 def run_detached(
-    instance: Instance, config: RunConfig, envs: Environments, hints: bool = False
+    instance: Instance,
+    config: RunConfig,
+    envs: Environments,
+    hints: bool = False,
+    attempts: AttemptsConfig | None = None,
 ) -> Finished:
     """Run one instance in a scratch output folder, as :meth:`Batch.run_one` does, and return
-    its files: the job of an executor whose workers do not see the driver's output folder."""
+    its files: the job of an executor whose workers do not see the driver's output folder.
+    All the attempts of one instance run here, one after the other, in one worker: they share
+    the Tester's properties and the image, and the choice needs every candidate."""
     import socket
 
     started = time.monotonic()
     iid = instance.instance_id
     with scratch.temporary_directory("pgs-detached-") as tmp:
-        batch = Batch([instance], config, Path(tmp), envs, hints=hints)
+        batch = Batch(
+            [instance], config, Path(tmp), envs, hints=hints, attempts=attempts or AttemptsConfig()
+        )
         exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
         folder = Path(tmp) / iid
-        files = {
-            p.name: p.read_text(encoding="utf-8")
-            for p in sorted(folder.iterdir() if folder.is_dir() else [])
+        files = {  # attempt-<k>/ files by their relative path
+            p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")
+            for p in sorted(folder.rglob("*") if folder.is_dir() else [])
             if p.is_file()
         }
     return Finished(

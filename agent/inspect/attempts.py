@@ -1,0 +1,63 @@
+"""The ``attempts`` record of a ``.traj`` (``--attempts``, :mod:`agent.pgs.selection`) as
+:class:`~agent.inspect.model.AttemptsView`: every candidate side by side, with the interdiff
+from the chosen patch to each other one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.inspect.diff import InterdiffError, interdiff, parse_diff
+from agent.inspect.model import AttemptsView, AttemptView, Diff
+from agent.pgs.selection import AttemptsRecord
+
+
+def read_attempts(data: Any) -> AttemptsView | None:
+    """None when ``data`` is no attempts record."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        record = AttemptsRecord.model_validate(data)
+    except ValidationError:
+        return None
+    chosen = next((c for c in record.candidates if c.attempt == record.chosen), None)
+    views = []
+    for c in record.candidates:
+        between: Diff | None = None
+        if chosen is not None and c is not chosen:
+            try:
+                between = parse_diff(interdiff(chosen.patch, c.patch))
+            except InterdiffError as e:
+                between = Diff(text="", error=f"no interdiff: {e}")
+        views.append(
+            AttemptView(
+                attempt=c.attempt,
+                chosen=c is chosen,
+                exit_status=c.exit_status,
+                own_verdict=c.own_verdict,
+                verdict=c.verdict,
+                verdict_reason=c.verdict_reason,
+                issue=f"{c.issue_passed} of {c.issue_total}",
+                broken=list(c.broken),
+                agreement=c.agreement,
+                patch_lines=c.patch_lines,
+                cost=c.cost,
+                tester_cost=c.tester_cost,
+                temperature=c.temperature,
+                patch=parse_diff(c.patch),
+                interdiff=between,
+            )
+        )
+    return AttemptsView(
+        count=record.count,
+        ran=record.ran,
+        stopped=record.stopped,
+        chosen=record.chosen,
+        reason=record.reason,
+        ties=list(record.ties),
+        shared_from=record.shared_from,
+        total_cost=record.total_cost,
+        order=list(record.order),
+        candidates=views,
+    )
