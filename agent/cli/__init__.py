@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
+from agent.cli.flags import EnvFileError, Parser, add_common_flags, load_env_files
 from agent.cli.signals import stop_signals
 from agent.core import runlog
 from agent.core.errors import (
@@ -50,7 +51,7 @@ __all__ = ["EXAMPLES", "INTERRUPTED", "USER_ERRORS", "build_parser", "main", "ma
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pgs",
         description="pgs fixes issues in real repositories; each patch is checked in a sandbox.",
     )
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.register(commands)
     replay.register(commands)
     github.register(commands)
+    add_common_flags(parser)
     return parser
 
 
@@ -82,9 +84,17 @@ def print_error(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # first: the file may hold what the command needs, and secrets to redact
+        env_file, loaded = load_env_files(argv)
+    except EnvFileError as e:
+        print_error(str(e))
+        return USER_ERROR
     parser = build_parser()
     args = parser.parse_args(argv)
     runlog.configure(args.verbose)  # pgs's own log lines; the libraries' stay at WARNING
+    if env_file:
+        logging.getLogger(__name__).debug("read %s: set %s", env_file, ", ".join(loaded) or "none")
     scratch.reap_at_startup()  # what killed pgs processes left in $TMPDIR and the cache
     received: list[signal.Signals] = []
     try:
