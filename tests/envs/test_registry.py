@@ -63,7 +63,8 @@ def test_a_bad_import_path_in_a_config_file_is_one_error_line_and_exit_2(
     config.write_text(f"sandbox:\n  type: {PATH}\n  marker: 1\n  memory: 2g\n")
     line = cli_error(capsys, *run_argv(repo, "--config", str(config)))
     assert line.endswith(
-        "box.yaml: sandbox.marker: Input should be a valid string, got 1; unknown key sandbox.memory"
+        "box.yaml: sandbox.marker: Input should be a valid string, got 1; "
+        "unknown key sandbox.memory"
     )  # the fields of the user's class, not of the Docker sandbox
 
 
