@@ -91,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error(str(e))
         return USER_ERROR
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or the one line of a mistake printed
+        return e.code if isinstance(e.code, int) else USER_ERROR
     runlog.configure(args.verbose)  # pgs's own log lines; the libraries' stay at WARNING
     if env_file:
         logging.getLogger(__name__).debug("read %s: set %s", env_file, ", ".join(loaded) or "none")

@@ -144,7 +144,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         for name, info in fields.items():
             key = f"{section}.{name}"
             flags = [f"--{section}.{name.replace('_', '-')}", *ALIASES.get(key, [])]
-            help_text = (info.description or "").replace("%", "%%")
+            help_text = (info.description or _section_help(info.annotation)).replace("%", "%%")
             kind = _scalar(info.annotation)
             dest = key.replace(".", "__")
             if kind is None:
@@ -159,6 +159,16 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 if name in choices:
                     parser_args = {"choices": choices[name]}
             group.add_argument(*flags, dest=dest, default=None, help=help_text, **parser_args)
+
+
+def _section_help(annotation: Any) -> str:
+    """The help of a field that is a section of its own (``model.retries``, ``pgs.tester``):
+    the section's docstring and its keys."""
+    section = _config_class(annotation)
+    if section is None:
+        return ""
+    what = (section.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ").rstrip(".")
+    return f"{what}; JSON or YAML with keys {', '.join(section.model_fields)}"
 
 
 def _structured(text: str) -> Any:

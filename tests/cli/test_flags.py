@@ -1,0 +1,346 @@
+"""The flags users type (agent/cli/flags.py): every mistake one ``pgs: error:`` line and exit
+2 for every command, SWE-agent's and mini-swe-agent's spellings pointed to, ``_`` taken as
+``-``, ``--version``, help for every flag, unknown config keys named, ``.env`` files. Through
+``pgs``'s ``main`` in this process, or ``python -m agent.cli`` where the environment or the
+current folder is the point; the scripted model over HTTP and the local sandbox for runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from agent.cli import build_parser, main
+from agent.models.scripted import ScriptedServer
+from tests.repos import make_repo
+from tests.support.textutil import (
+    BUGGY,
+    ISSUE,
+    MODEL,
+    ROOT,
+    bash,
+    cli_error,
+    closed_port,
+    pgs_env,
+)
+
+FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py")
+SUBMIT = {"content": "", "tool_calls": [{"name": "submit", "arguments": {}}]}
+
+
+def parsers(
+    parser: argparse.ArgumentParser, name: str = "pgs"
+) -> list[tuple[str, argparse.ArgumentParser]]:
+    """``parser`` and the parser of each of its commands, nested ones included."""
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command, sub in action.choices.items():
+                found += parsers(sub, f"{name} {command}")
+    return found
+
+
+# --------------------------------------------------------------------------- help
+
+
+def test_every_flag_of_every_command_has_help() -> None:
+    missing = [
+        f"{name} {action.option_strings[0] if action.option_strings else action.dest}"
+        for name, parser in parsers(build_parser())
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert missing == []
+    commands = {name for name, _ in parsers(build_parser())}
+    assert {"pgs run", "pgs batch", "pgs eval", "pgs env build", "pgs serve-script"} <= commands
+
+
+def test_structured_and_template_flags_say_what_they_take(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["run", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--model.retries JSON How transient failures" in text
+    assert "keys attempts, min_wait, max_wait" in text
+    assert "--pgs.tester JSON The Tester sub-agent" in text
+    assert "--pgs.check JSON How properties and tests are run in the sandbox" in text
+    assert "--agent.instance-template INSTANCE_TEMPLATE Jinja2 template of the first" in text
+
+
+# --------------------------------------------------------------------------- bad values
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["run", "--issue", "x", "--agent.step-limit", "ten"],
+            "--agent.step-limit: expected a whole number, got 'ten'",
+        ),
+        (
+            ["run", "--issue", "x", "--agent.shell", "fersh"],
+            "--agent.shell: expected one of fresh, persistent, got 'fersh'; did you mean fresh?",
+        ),
+        (["run", "--issue"], "--issue: expected a value after it"),
+        (["run"], "pgs run needs --issue (see pgs run --help)"),
+        (
+            ["batch", "--dataset", "d", "--workers", "two"],
+            "--workers: expected a whole number, got 'two'",
+        ),
+        (
+            ["batch"],
+            "one of the arguments --instances --dataset is required (see pgs batch --help)",
+        ),
+        (["eval", "--timeout", "soon"], "--timeout: expected a number, got 'soon'"),
+        (
+            ["eval", "--apply-commands", "git"],
+            "--apply-commands: expected one of harness, cloud, got 'git'",
+        ),
+        (["demo", "--sandbox", "podman"], "--sandbox: expected one of docker, local, got 'podman'"),
+        (["report", "--jsno"], "unknown flag --jsno; did you mean --json?"),
+        (["ladder", "--workers", "all"], "--workers: expected a whole number, got 'all'"),
+        (["inspect", "a.traj", "--port", "http"], "--port: expected a whole number, got 'http'"),
+        (["inspect", "a.traj", "b.traj"], "unexpected argument 'b.traj' (see pgs inspect --help)"),
+        (
+            ["replay", "r.traj", "--repo", ".", "--agent.time-limit", "1h"],
+            "--agent.time-limit: expected a number, got '1h'",
+        ),
+        (
+            ["env", "base", "--method", "docker"],
+            "--method: expected one of debootstrap, dockerfile, got 'docker'; "
+            "did you mean dockerfile?",
+        ),
+        (["env", "build"], "pgs env build needs REPO (see pgs env build --help)"),
+        (["env"], "pgs env needs a command: base, build, ls, prune"),
+        (
+            ["serve-script", "s.yaml", "--port", "eighty"],
+            "--port: expected a whole number, got 'eighty'",
+        ),
+        (["rnu"], "unknown command 'rnu'; did you mean run?"),
+        (
+            [],
+            "pgs needs a command: run, demo, env, serve-script, batch, eval, report, ladder, "
+            "inspect, replay",
+        ),
+    ],
+)
+def test_a_bad_flag_or_value_is_one_line_and_exit_2(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli_error(capsys, *argv) == f"pgs: error: {line}"
+    assert capsys.readouterr().out == ""  # no usage
+
+
+def test_a_bad_value_is_one_line_from_the_installed_command_too() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "run", "--agent.step-limit", "ten", "--issue", "x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=pgs_env(),
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "pgs: error: --agent.step-limit: expected a whole number, got 'ten'\n"
+
+
+# --------------------------------------------------------------------------- spellings
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["run", "--agent.model.name", "gpt-4o"], "--model.name"),
+        (["run", "--agent.model.per_instance_cost_limit", "2"], "--model.per-instance-cost-limit"),
+        (["run", "--env.repo.path", "."], "--repo"),
+        (["run", "--problem_statement.path", "issue.md"], "--issue FILE"),
+        (["run", "--problem_statement.github_url", "https://x"], "--issue URL"),
+        (["run", "--actions.open_pr"], "--open-pr"),
+        (["run", "-m", "gpt-4o"], "--model"),
+        (["run", "-t", "fix it"], "--issue"),
+        (["run", "--task", "fix it"], "--issue"),
+        (["run", "--model.nmae", "gpt-4o"], "--model.name"),
+        (["batch", "--num_workers", "4"], "--workers"),
+        (["batch", "-w", "4"], "--workers"),
+        (["batch", "--instances.slice", ":3"], "--slice"),
+        (["batch", "--instances.split", "dev"], "--split"),
+        (["batch", "--instances.shuffle=True"], "--shuffle"),
+        (["batch", "--instances.filter", "django"], "--filter"),
+        (["batch", "--redo_existing"], "--redo"),
+        (["batch", "-o", "out"], "--output-dir"),
+        (
+            ["batch", "--instances.subset", "lite"],
+            "--dataset (e.g. --dataset princeton-nlp/SWE-bench_Lite)",
+        ),
+        (["batch", "--subset", "lite"], "--dataset (e.g. --dataset princeton-nlp/SWE-bench_Lite)"),
+        (
+            ["batch", "--instances.type", "swe_bench"],
+            "--instances FILE (SWE-bench records) or --dataset NAME",
+        ),
+        (["batch", "--env_var_path", ".env.prod"], "--env-file"),
+        (["eval", "--max_workers", "8"], "--workers"),
+        (["eval", "--predictions_path", "preds.json"], "--predictions"),
+    ],
+)
+def test_other_tools_spellings_point_to_the_pgs_flag(
+    argv: list[str], meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flag = argv[1].split("=")[0]
+    assert cli_error(capsys, *argv) == f"pgs: error: unknown flag {flag}; did you mean {meant}?"
+
+
+def test_a_flag_no_command_has_is_refused_with_where_to_look(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    line = cli_error(capsys, "run", "--instances.subset", "lite")  # a batch flag
+    assert line == "pgs: error: unknown flag --instances.subset for pgs run (see pgs run --help)"
+
+
+def test_underscores_are_dashes() -> None:
+    args = build_parser().parse_args(
+        ["run", "--issue", "x", "--agent.step_limit", "5", "--output_dir=out", "--model.top_p", "1"]
+    )
+    assert (args.agent__step_limit, args.output_dir, args.model__top_p) == (5, Path("out"), 1.0)
+    # a value is never respelled, nor what follows --
+    args = build_parser().parse_args(["run", "--issue=--a_b", "--test-cmd=-k x_y"])
+    assert (args.issue, args.pgs__test_cmd) == ("--a_b", "-k x_y")
+
+
+# --------------------------------------------------------------------------- --version
+
+
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["run", "--version"], ["env", "build", "--version"]]
+)
+def test_version_is_the_installed_packages(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"pgs {metadata.version('pgs-agent')}\n"
+
+
+# --------------------------------------------------------------------------- config files
+
+
+@pytest.mark.parametrize(
+    ("yaml", "says"),
+    [
+        ("model:\n  nmae: gpt-4o\n", "unknown key model.nmae (did you mean model.name?)"),
+        ("modle:\n  name: gpt-4o\n", "unknown key modle (did you mean model?)"),
+        (
+            "model:\n  name: m\n  retries:\n    atempts: 2\n",
+            "unknown key model.retries.atempts (did you mean model.retries.attempts?)",
+        ),
+        (
+            "model:\n  name: m\nsandbox:\n  memroy: 2g\n",
+            "unknown key sandbox.memroy (did you mean sandbox.memory?)",
+        ),
+        (
+            "model:\n  name: m\nagent:\n  step_limit: many\n",
+            "agent.step_limit: Input should be a valid integer, unable to parse string as an "
+            "integer, got 'many'",
+        ),
+    ],
+)
+def test_a_config_files_mistake_is_named_with_the_file_and_key(
+    yaml: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "my.yaml"
+    config.write_text(yaml)
+    line = cli_error(capsys, "run", "--issue", "x", "--config", str(config))
+    assert line == f"pgs: error: {config}: {says}"
+
+
+def test_a_flag_out_of_range_is_named_as_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    line = cli_error(capsys, "run", "--issue", "x", "--model", "m", "--agent.step-limit", "-5")
+    assert (
+        line == "pgs: error: --agent.step-limit: Input should be greater than or equal to 0, got -5"
+    )
+
+
+# --------------------------------------------------------------------------- .env
+
+
+def pgs_in(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -m agent.cli argv`` started in ``folder`` (where its ``.env`` is read)."""
+    return subprocess.run(
+        [sys.executable, "-m", "agent.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        env=pgs_env(**env),
+        timeout=300,
+    )
+
+
+def local_run(repo: Path, out: Path) -> list[str]:
+    """``pgs run`` with the scripted model and no --base-url: $OPENAI_BASE_URL says where."""
+    prices = json.dumps({MODEL: [0, 0]})
+    return [
+        "run", "--repo", str(repo), "--issue", ISSUE, "--model", MODEL, "--model.prices", prices,
+        "--feedback", "none", "--sandbox", "local", "--output-dir", str(out),
+    ]  # fmt: skip
+
+
+def test_a_dot_env_file_in_the_current_folder_reaches_the_run(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    with ScriptedServer([FIX, SUBMIT]) as server:
+        (tmp_path / ".env").write_text(f"# the endpoint\nOPENAI_BASE_URL={server.url}\n")
+        done = pgs_in(tmp_path, *local_run(repo, tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "text.upper()" in done.stdout
+
+
+def test_the_environment_wins_over_the_dot_env_file(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    with ScriptedServer([FIX, SUBMIT]) as server:
+        (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={dead}\n")
+        done = pgs_in(tmp_path, *local_run(repo, tmp_path / "out"), OPENAI_BASE_URL=server.url)
+    assert done.returncode == 0, done.stderr
+
+
+def test_env_file_names_another_file(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    with ScriptedServer([FIX, SUBMIT]) as server:
+        (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={dead}\n")  # not read: --env-file wins
+        (tmp_path / "prod.env").write_text(f'export OPENAI_BASE_URL="{server.url}"\n')
+        argv = local_run(repo, tmp_path / "out")
+        done = pgs_in(tmp_path, *argv, "--env-file", "prod.env")
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_secret_from_the_dot_env_file_is_redacted(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
+    done = pgs_in(tmp_path, "run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value")
+    assert done.returncode == 2
+    assert done.stderr == "pgs: error: --agent.step-limit: expected a whole number, got '***'\n"
+
+
+@pytest.mark.parametrize(
+    ("files", "argv", "line"),
+    [
+        (
+            {},
+            ["--env-file", "missing.env"],
+            "--env-file missing.env: cannot read it (No such file or directory)",
+        ),
+        (
+            {".env": "A=1\nthis is not a variable\n"},
+            [],
+            ".env, line 2: not NAME=value: 'this is not a variable'",
+        ),
+    ],
+)
+def test_a_bad_env_file_is_one_line(
+    files: dict[str, str], argv: list[str], line: str, tmp_path: Path
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    done = pgs_in(tmp_path, "report", str(tmp_path), *argv)
+    assert (done.returncode, done.stderr) == (2, f"pgs: error: {line}\n")
