@@ -12,6 +12,10 @@ KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in th
 sandboxes are closed as the stack unwinds, and ``pgs`` exits with
 :data:`~agent.core.errors.INTERRUPTED` (130).
 
+The parser of every command is :class:`agent.cli.flags.Parser`: a mistake in a flag is one line
+and exit code 2 too, other tools' spellings are pointed to, ``--version`` and ``--env-file``
+(``./.env`` by default, read before anything else) are taken by every command.
+
 Nothing outside this package imports it: what commands share lives where it belongs
 (:mod:`agent.core.errors`, :func:`agent.core.run.default_output_dir`).
 """

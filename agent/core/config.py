@@ -3,7 +3,8 @@
 Every leaf field of a component is also a flag, ``--SECTION.FIELD`` (``--agent.step-limit 30``,
 ``--model.temperature 0.2``, ``--sandbox.memory 2g``); a few common ones have short aliases
 (``--model``, ``--base-url``, ``--sandbox``, ``--image``). Precedence: flags over the file over
-the defaults. A bad value is one error naming the field.
+the defaults. A bad value is one error naming the field and the file or flag that set it; an
+unknown key in a file is named with the key meant (:func:`describe_config_errors`).
 """
 
 from __future__ import annotations
@@ -366,14 +367,6 @@ def _yaml_where(error: yaml.YAMLError) -> str:
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]
     return f"{where}: {problem}"
-
-
-def describe_validation_error(error: ValidationError, *, source: str) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"] if not str(p).endswith("Config"))
-        problems.append(f"{where}: {item['msg']}")
-    return f"bad configuration ({source}): " + "; ".join(problems)
 
 
 def dump(config: RunConfig) -> dict[str, Any]:
