@@ -137,6 +137,11 @@ class Parser(argparse.ArgumentParser):
             return f"{self.prog} needs {required[1]} (see {self.prog} --help)"
         if re.match(r"one of the arguments .* is required", message):
             return f"{message} (see {self.prog} --help)"
+        ambiguous = re.match(r"ambiguous option: ([^=\s]+)\S* could match (.*)", message)
+        if ambiguous:
+            matches = ambiguous[2].split(", ")
+            more = ", ..." if len(matches) > 4 else ""
+            return f"{ambiguous[1]} is short for several flags ({', '.join(matches[:4])}{more})"
         unrecognized = re.match(r"unrecognized arguments: (\S+)", message)
         if unrecognized:
             word = unrecognized[1]

@@ -123,6 +123,11 @@ def test_structured_and_template_flags_say_what_they_take(
         ),
         (["rnu"], "unknown command 'rnu'; did you mean run?"),
         (
+            ["run", "--issue", "x", "--mod", "m"],
+            "--mod is short for several flags (--model.name, --model, --model.base-url, "
+            "--model.api-key-env, ...)",
+        ),
+        (
             [],
             "pgs needs a command: run, demo, env, serve-script, batch, eval, report, ladder, "
             "inspect, replay",
