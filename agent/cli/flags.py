@@ -18,7 +18,8 @@ command. What it changes:
   spelling keeps commands, docs and saved configs alike.
 
 ``.env``: :func:`load_env_files` reads ``./.env`` (or the ``--env-file`` given) into the
-environment before the command is parsed; a variable already set is never overridden. Values
+environment before the command is parsed; a variable already set is never overridden;
+``PYTHON_DOTENV_DISABLED=1`` (python-dotenv's switch) leaves ``./.env`` unread. Values
 from it are secrets by the same rules as the rest of the environment (:mod:`agent.core.secrets`).
 """
 
@@ -285,7 +286,8 @@ def load_env_files(argv: Sequence[str]) -> tuple[Path | None, list[str]]:
 
     given = env_file_in(argv)
     path = given or Path(".env")
-    if given is None and not path.is_file():
+    off = os.environ.get("PYTHON_DOTENV_DISABLED", "").lower() in ("1", "true", "yes", "on")
+    if given is None and (off or not path.is_file()):
         return None, []
     try:
         text = path.read_text(encoding="utf-8")

@@ -272,12 +272,13 @@ def test_a_flag_out_of_range_is_named_as_the_flag(capsys: pytest.CaptureFixture[
 
 def pgs_in(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     """``python -m agent.cli argv`` started in ``folder`` (where its ``.env`` is read)."""
+    environ = {k: v for k, v in pgs_env().items() if k != "PYTHON_DOTENV_DISABLED"} | env
     return subprocess.run(
         [sys.executable, "-m", "agent.cli", *argv],
         capture_output=True,
         text=True,
         cwd=folder,
-        env=pgs_env(**env),
+        env=environ,
         timeout=300,
     )
 
@@ -349,3 +350,10 @@ def test_a_bad_env_file_is_one_line(
         (tmp_path / name).write_text(text)
     done = pgs_in(tmp_path, "report", str(tmp_path), *argv)
     assert (done.returncode, done.stderr) == (2, f"pgs: error: {line}\n")
+
+
+def test_python_dotenv_disabled_leaves_dot_env_unread(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
+    argv = ["run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value"]
+    done = pgs_in(tmp_path, *argv, PYTHON_DOTENV_DISABLED="1")
+    assert "got 's3cr3t-t0ken-value'" in done.stderr  # not a secret: the file was not read
