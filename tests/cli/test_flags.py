@@ -12,10 +12,14 @@ import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
+from random import Random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agent.cli import build_parser, main
+from agent.cli.flags import Parser
 from agent.models.scripted import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import (
@@ -213,6 +217,28 @@ def test_underscores_are_dashes() -> None:
     # a value is never respelled, nor what follows --
     args = build_parser().parse_args(["run", "--issue=--a_b", "--test-cmd=-k x_y"])
     assert (args.issue, args.pgs__test_cmd) == ("--a_b", "-k x_y")
+
+
+PARSERS = dict(parsers(build_parser()))
+LONG_FLAGS = sorted(
+    (name, flag)
+    for name, parser in PARSERS.items()
+    for flag in parser._option_string_actions
+    if flag.startswith("--") and "-" in flag[2:]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(LONG_FLAGS), st.randoms(use_true_random=False))
+def test_any_dash_of_any_flag_may_be_an_underscore(
+    command_and_flag: tuple[str, str], random: Random
+) -> None:
+    name, flag = command_and_flag
+    parser = PARSERS[name]
+    assert isinstance(parser, Parser) and "_" not in flag
+    spelled = "--" + "".join(c if c != "-" or random.random() < 0.5 else "_" for c in flag[2:])
+    assert parser.respell([spelled, "--", spelled]) == [flag, "--", spelled]
+    assert parser.respell([f"{spelled}=x_y"]) == [f"{flag}=x_y"]
 
 
 # --------------------------------------------------------------------------- --version
