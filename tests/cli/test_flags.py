@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 from random import Random
@@ -29,7 +31,6 @@ from tests.support.textutil import (
     ROOT,
     bash,
     cli_error,
-    closed_port,
     pgs_env,
 )
 
@@ -296,17 +297,16 @@ def test_a_flag_out_of_range_is_named_as_the_flag(capsys: pytest.CaptureFixture[
 # --------------------------------------------------------------------------- .env
 
 
-def pgs_in(folder: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
-    """``python -m agent.cli argv`` started in ``folder`` (where its ``.env`` is read)."""
-    environ = {k: v for k, v in pgs_env().items() if k != "PYTHON_DOTENV_DISABLED"} | env
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *argv],
-        capture_output=True,
-        text=True,
-        cwd=folder,
-        env=environ,
-        timeout=300,
-    )
+@pytest.fixture
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``pgs`` runs in ``tmp_path`` (where its ``.env`` is read); the environment is put back
+    as it was afterwards, whatever the file set."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHON_DOTENV_DISABLED", raising=False)  # set for the suite
+    saved = dict(os.environ)
+    yield tmp_path
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def local_run(repo: Path, out: Path) -> list[str]:
@@ -318,40 +318,59 @@ def local_run(repo: Path, out: Path) -> list[str]:
     ]  # fmt: skip
 
 
-def test_a_dot_env_file_in_the_current_folder_reaches_the_run(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "textutil", BUGGY)
+def test_a_dot_env_file_in_the_current_folder_reaches_the_run(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo = make_repo(folder / "textutil", BUGGY)
     with ScriptedServer([FIX, SUBMIT]) as server:
-        (tmp_path / ".env").write_text(f"# the endpoint\nOPENAI_BASE_URL={server.url}\n")
-        done = pgs_in(tmp_path, *local_run(repo, tmp_path / "out"))
-    assert done.returncode == 0, done.stderr
-    assert "text.upper()" in done.stdout
+        (folder / ".env").write_text(f"# the endpoint\nOPENAI_BASE_URL={server.url}\n")
+        code = main(local_run(repo, folder / "out"))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "text.upper()" in captured.out
 
 
-def test_the_environment_wins_over_the_dot_env_file(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "textutil", BUGGY)
-    dead = f"http://127.0.0.1:{closed_port()}/v1"
-    with ScriptedServer([FIX, SUBMIT]) as server:
-        (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={dead}\n")
-        done = pgs_in(tmp_path, *local_run(repo, tmp_path / "out"), OPENAI_BASE_URL=server.url)
-    assert done.returncode == 0, done.stderr
+def shown(
+    capsys: pytest.CaptureFixture[str], folder: Path, first: str, second: str, *argv: str
+) -> str:
+    """The error line of a config whose two bad values are ``first`` and ``second``: each is
+    shown, or *** when it is a secret of pgs's environment."""
+    config = folder / "values.yaml"
+    config.write_text(f"model: {{name: m}}\nagent: {{step_limit: {first}, time_limit: {second}}}\n")
+    return cli_error(capsys, "run", "--issue", "x", "--config", str(config), *argv)
 
 
-def test_env_file_names_another_file(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "textutil", BUGGY)
-    dead = f"http://127.0.0.1:{closed_port()}/v1"
-    with ScriptedServer([FIX, SUBMIT]) as server:
-        (tmp_path / ".env").write_text(f"OPENAI_BASE_URL={dead}\n")  # not read: --env-file wins
-        (tmp_path / "prod.env").write_text(f'export OPENAI_BASE_URL="{server.url}"\n')
-        argv = local_run(repo, tmp_path / "out")
-        done = pgs_in(tmp_path, *argv, "--env-file", "prod.env")
-    assert done.returncode == 0, done.stderr
+def test_the_environment_wins_over_the_dot_env_file(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "from-the-shell-1234")
+    (folder / ".env").write_text("MY_SERVICE_TOKEN=from-the-file-1234\n")
+    line = shown(capsys, folder, "from-the-file-1234", "from-the-shell-1234")
+    assert "got 'from-the-file-1234'" in line and "got '***'" in line
 
 
-def test_a_secret_from_the_dot_env_file_is_redacted(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
-    done = pgs_in(tmp_path, "run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value")
-    assert done.returncode == 2
-    assert done.stderr == "pgs: error: --agent.step-limit: expected a whole number, got '***'\n"
+def test_env_file_names_another_file(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (folder / ".env").write_text("MY_SERVICE_TOKEN=from-dot-env-1234\n")  # not read
+    (folder / "prod.env").write_text('export MY_OTHER_TOKEN="from-prod-env-1234"\n')
+    line = shown(capsys, folder, "from-dot-env-1234", "from-prod-env-1234", "--env-file=prod.env")
+    assert "got 'from-dot-env-1234'" in line and "got '***'" in line
+
+
+def test_a_secret_from_the_dot_env_file_is_redacted(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
+    line = cli_error(capsys, "run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value")
+    assert line == "pgs: error: --agent.step-limit: expected a whole number, got '***'"
+
+
+def test_python_dotenv_disabled_leaves_dot_env_unread(
+    folder: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHON_DOTENV_DISABLED", "1")
+    (folder / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
+    line = cli_error(capsys, "run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value")
+    assert line.endswith("got 's3cr3t-t0ken-value'")  # not a secret: the file was not read
 
 
 @pytest.mark.parametrize(
@@ -370,16 +389,12 @@ def test_a_secret_from_the_dot_env_file_is_redacted(tmp_path: Path) -> None:
     ],
 )
 def test_a_bad_env_file_is_one_line(
-    files: dict[str, str], argv: list[str], line: str, tmp_path: Path
+    files: dict[str, str],
+    argv: list[str],
+    line: str,
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    done = pgs_in(tmp_path, "report", str(tmp_path), *argv)
-    assert (done.returncode, done.stderr) == (2, f"pgs: error: {line}\n")
-
-
-def test_python_dotenv_disabled_leaves_dot_env_unread(tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("MY_SERVICE_TOKEN=s3cr3t-t0ken-value\n")
-    argv = ["run", "--issue", "x", "--agent.step-limit", "s3cr3t-t0ken-value"]
-    done = pgs_in(tmp_path, *argv, PYTHON_DOTENV_DISABLED="1")
-    assert "got 's3cr3t-t0ken-value'" in done.stderr  # not a secret: the file was not read
+        (folder / name).write_text(text)
+    assert cli_error(capsys, "report", str(folder), *argv) == f"pgs: error: {line}"
