@@ -237,8 +237,17 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_common_flags(parser: argparse.ArgumentParser) -> None:
-    """``--version`` and ``--env-file`` on ``parser`` and on each of its commands, so that
-    they are taken wherever they are typed (``pgs --version``, ``pgs run --version``)."""
+    """``--version``, ``--env-file`` and ``-v`` on ``parser`` and on each of its commands, so
+    that they are taken wherever they are typed (``pgs --version``, ``pgs run --version``,
+    ``pgs run ... -v``)."""
+    if "--verbose" not in parser._option_string_actions:
+        parser.add_argument(
+            "-v",
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,  # unset here keeps what `pgs -v COMMAND` set
+            help="log debug details",
+        )
     parser.add_argument(
         "--version",
         action="version",

@@ -242,6 +242,15 @@ def test_any_dash_of_any_flag_may_be_an_underscore(
     assert parser.respell([f"{spelled}=x_y"]) == [f"{flag}=x_y"]
 
 
+@pytest.mark.parametrize(
+    ("argv", "verbose"),
+    [(["run", "--issue", "x"], False), (["-v", "run", "--issue", "x"], True),
+     (["run", "--issue", "x", "-v"], True), (["env", "-v", "ls"], True)],
+)  # fmt: skip
+def test_verbose_goes_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
+    assert build_parser().parse_args(argv).verbose is verbose
+
+
 # --------------------------------------------------------------------------- --version
 
 
