@@ -120,7 +120,7 @@ class Parser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` with the errors and spellings of this module's docstring."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("exit_on_error", False)  # parse_known_args words ArgumentErrors
+        kwargs.setdefault("exit_on_error", False)  # parse_known_args makes them one line
         super().__init__(*args, **kwargs)
         self.register("type", int, whole_number)
         self.register("type", float, number)
