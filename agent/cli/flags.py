@@ -131,6 +131,7 @@ class Parser(argparse.ArgumentParser):
 
     def reword(self, message: str) -> str:
         """argparse's messages that are not already one clear line, made one."""
+        message = re.sub(r"(--[\w.-]+)(/-[\w.-]+)+", r"\1", message)  # a flag's first name
         required = re.match(r"the following arguments are required: (.*)", message)
         if required:
             if self._subparsers and required[1] == "COMMAND":
@@ -244,9 +245,9 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "-v",
             "--verbose",
-            action="store_true",
+            action="count",
             default=argparse.SUPPRESS,  # unset here keeps what `pgs -v COMMAND` set
-            help="log debug details",
+            help="log pgs's debug details; -vv: the libraries' too (as pgs -v COMMAND)",
         )
     parser.add_argument(
         "--version",

@@ -135,7 +135,7 @@ def test_structured_and_template_flags_say_what_they_take(
         (
             [],
             "pgs needs a command: run, demo, env, serve-script, batch, eval, report, ladder, "
-            "inspect, replay",
+            "inspect, replay, github",
         ),
     ],
 )
@@ -192,8 +192,8 @@ def test_a_bad_value_is_one_line_from_the_installed_command_too() -> None:
             "--instances FILE (SWE-bench records) or --dataset NAME",
         ),
         (["batch", "--env_var_path", ".env.prod"], "--env-file"),
-        (["eval", "--max_workers", "8"], "--workers"),
-        (["eval", "--predictions_path", "preds.json"], "--predictions"),
+        (["batch", "--max_workers", "8"], "--workers"),  # pgs eval takes the harness's
+        (["batch", "--dataset_name", "princeton-nlp/SWE-bench_Lite"], "--dataset"),
     ],
 )
 def test_other_tools_spellings_point_to_the_pgs_flag(
@@ -244,11 +244,11 @@ def test_any_dash_of_any_flag_may_be_an_underscore(
 
 @pytest.mark.parametrize(
     ("argv", "verbose"),
-    [(["run", "--issue", "x"], False), (["-v", "run", "--issue", "x"], True),
-     (["run", "--issue", "x", "-v"], True), (["env", "-v", "ls"], True)],
+    [(["run", "--issue", "x"], 0), (["-v", "run", "--issue", "x"], 1),
+     (["run", "--issue", "x", "-vv"], 2), (["env", "-v", "ls"], 1)],
 )  # fmt: skip
-def test_verbose_goes_before_or_after_the_command(argv: list[str], verbose: bool) -> None:
-    assert build_parser().parse_args(argv).verbose is verbose
+def test_verbose_goes_before_or_after_the_command(argv: list[str], verbose: int) -> None:
+    assert build_parser().parse_args(argv).verbose == verbose
 
 
 # --------------------------------------------------------------------------- --version
