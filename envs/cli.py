@@ -171,7 +171,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
 
     def usage(_: argparse.Namespace) -> int:
-        env.print_help(sys.stderr)
+        print_error(f"pgs env needs a command: {', '.join(commands.choices)}")
         return USER_ERROR
 
     env.set_defaults(func=usage)

@@ -31,6 +31,9 @@ NO_DOCKER = "unix:///nonexistent/pgs-unit-run-has-no-docker.sock"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A developer's ./.env (their keys) is not read by the pgs commands tests run in this
+    # process or start (tests/cli/test_flags.py starts them without it).
+    os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
     if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
         os.environ["DOCKER_HOST"] = NO_DOCKER
 

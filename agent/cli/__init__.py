@@ -12,6 +12,10 @@ KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in th
 sandboxes are closed as the stack unwinds, and ``pgs`` exits with
 :data:`~agent.core.errors.INTERRUPTED` (130).
 
+The parser of every command is :class:`agent.cli.flags.Parser`: a mistake in a flag is one line
+and exit code 2 too, other tools' spellings are pointed to, ``--version`` and ``--env-file``
+(``./.env`` by default, read before anything else) are taken by every command.
+
 Nothing outside this package imports it: what commands share lives where it belongs
 (:mod:`agent.core.errors`, :func:`agent.core.run.default_output_dir`).
 """
@@ -27,6 +31,7 @@ from collections.abc import Sequence
 
 from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
+from agent.cli.flags import EnvFileError, Parser, add_common_flags, load_env_files
 from agent.cli.signals import stop_signals
 from agent.core import runlog
 from agent.core.errors import (
@@ -50,7 +55,7 @@ __all__ = ["EXAMPLES", "INTERRUPTED", "USER_ERRORS", "build_parser", "main", "ma
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="pgs",
         description="pgs fixes issues in real repositories; each patch is checked in a sandbox.",
     )
@@ -73,6 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.register(commands)
     replay.register(commands)
     github.register(commands)
+    add_common_flags(parser)
     return parser
 
 
@@ -82,9 +88,20 @@ def print_error(text: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:  # first: the file may hold what the command needs, and secrets to redact
+        env_file, loaded = load_env_files(argv)
+    except EnvFileError as e:
+        print_error(str(e))
+        return USER_ERROR
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or the one line of a mistake printed
+        return e.code if isinstance(e.code, int) else USER_ERROR
     runlog.configure(args.verbose)  # pgs's own log lines; the libraries' stay at WARNING
+    if env_file:
+        logging.getLogger(__name__).debug("read %s: set %s", env_file, ", ".join(loaded) or "none")
     scratch.reap_at_startup()  # what killed pgs processes left in $TMPDIR and the cache
     received: list[signal.Signals] = []
     try:

@@ -31,8 +31,18 @@ def register(subparsers: Any) -> None:
     demo.add_argument(
         "--model", default="gpt-4o-mini", help="model used when OPENAI_API_KEY is set"
     )
-    demo.add_argument("--output-dir", type=Path, default=Path("trajectories") / "demo")
-    demo.add_argument("--sandbox", choices=["docker", "local"], default="docker")
+    demo.add_argument(
+        "--output-dir",
+        type=Path,
+        default=Path("trajectories") / "demo",
+        help="where the example's run is written (default: trajectories/demo)",
+    )
+    demo.add_argument(
+        "--sandbox",
+        choices=["docker", "local"],
+        default="docker",
+        help="where the commands run: a Docker container, or this machine (default: docker)",
+    )
     add_view_flags(demo)
     demo.set_defaults(func=cmd_demo)
 

@@ -3,12 +3,14 @@
 Every leaf field of a component is also a flag, ``--SECTION.FIELD`` (``--agent.step-limit 30``,
 ``--model.temperature 0.2``, ``--sandbox.memory 2g``); a few common ones have short aliases
 (``--model``, ``--base-url``, ``--sandbox``, ``--image``). Precedence: flags over the file over
-the defaults. A bad value is one error naming the field.
+the defaults. A bad value is one error naming the field and the file or flag that set it; an
+unknown key in a file is named with the key meant (:func:`describe_config_errors`).
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import types
 import typing
@@ -143,7 +145,7 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         for name, info in fields.items():
             key = f"{section}.{name}"
             flags = [f"--{section}.{name.replace('_', '-')}", *ALIASES.get(key, [])]
-            help_text = (info.description or "").replace("%", "%%")
+            help_text = (info.description or _section_help(info.annotation)).replace("%", "%%")
             kind = _scalar(info.annotation)
             dest = key.replace(".", "__")
             if kind is None:
@@ -158,6 +160,16 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 if name in choices:
                     parser_args = {"choices": choices[name]}
             group.add_argument(*flags, dest=dest, default=None, help=help_text, **parser_args)
+
+
+def _section_help(annotation: Any) -> str:
+    """The help of a field that is a section of its own (``model.retries``, ``pgs.tester``):
+    the section's docstring and its keys."""
+    section = _config_class(annotation)
+    if section is None:
+        return ""
+    what = (section.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ").rstrip(".")
+    return f"{what}; JSON or YAML with keys {', '.join(section.model_fields)}"
 
 
 def _structured(text: str) -> Any:
@@ -197,9 +209,10 @@ def load_config(paths: Path | Sequence[Path] | None, overrides: Mapping[str, Any
     if isinstance(paths, str | Path):
         paths = [Path(paths)]
     data: dict[str, Any] = {}
+    files: list[tuple[Path, dict[str, Any]]] = []
     for path in paths or []:
-        data = merge(data, _read_config_file(shipped_config(Path(path))))
-    sources = ", ".join(str(p) for p in paths or []) or "flags"
+        files.append((Path(path), _read_config_file(shipped_config(Path(path)))))
+        data = merge(data, files[-1][1])
     data = merge(data, overrides)
     # Switching the sandbox kind keeps only the fields that kind has.
     sandbox = data.get("sandbox") or {}
@@ -212,12 +225,113 @@ def load_config(paths: Path | Sequence[Path] | None, overrides: Mapping[str, Any
             raise ConfigError(f"bad configuration: sandbox.type: {e}") from None
         dropped = {k for k in sandbox if k not in allowed and k in overrides.get("sandbox", {})}
         data["sandbox"] = {k: v for k, v in sandbox.items() if k not in dropped}
-    if "name" not in (data.get("model") or {}):
-        raise ConfigError("no model given: pass --model NAME (or model.name in --config)")
     try:
         return RunConfig.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(describe_validation_error(e, source=sources)) from None
+        raise ConfigError(describe_config_errors(e, data, files, overrides)) from None
+
+
+NO_MODEL = "no model given: pass --model NAME (or model.name in --config)"
+
+
+def describe_config_errors(
+    error: ValidationError,
+    data: Mapping[str, Any],
+    files: Sequence[tuple[Path, Mapping[str, Any]]],
+    overrides: Mapping[str, Any],
+) -> str:
+    """One line for all the problems of a run's configuration, each named by where it was set
+    (the file, or the flag) and its key: ``a.yaml: unknown key model.nmae (did you mean
+    model.name?)``, ``--agent.step-limit: Input should be greater than or equal to 0, got -5``.
+    A key missing because a close one is misspelled is not named twice."""
+    by_source: dict[str, list[str]] = {}  # "" for the defaults
+    meant: set[tuple[str, ...]] = set()
+    missing: list[tuple[str, ...]] = []
+    for item in error.errors():
+        loc = tuple(str(p) for p in item["loc"] if not str(p).endswith("Config"))
+        key = ".".join(loc)
+        if item["type"] == "missing":
+            missing.append(loc)
+            continue
+        where = _set_by(loc, files, overrides)
+        if item["type"] == "extra_forbidden":
+            names = list((_model_at(loc[:-1], data) or BaseModel).model_fields)
+            close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
+            hint = f" (did you mean {'.'.join((*loc[:-1], close[0]))}?)" if close else ""
+            if close:
+                meant.add((*loc[:-1], close[0]))
+            problem = f"unknown key {key}{hint}"
+        else:
+            got = item.get("input")
+            shown = f", got {got!r}"[:80] if isinstance(got, str | int | float | bool) else ""
+            named = where.startswith("--") and len(loc) == 2  # a flag names its key itself
+            problem = f"{item['msg']}{shown}" if named else f"{key}: {item['msg']}{shown}"
+        by_source.setdefault(where, []).append(problem)
+    for loc in missing:
+        if any(loc[: len(m)] == m for m in meant):
+            continue  # `nmae:` already told
+        key = ".".join(loc)
+        by_source.setdefault("", []).append(
+            NO_MODEL if key in ("model", "model.name") else f"{key}: missing"
+        )
+    return "; ".join(
+        f"{where}: {'; '.join(told)}" if where else "; ".join(told)
+        for where, told in by_source.items()
+    )
+
+
+def _set_by(
+    loc: tuple[str, ...],
+    files: Sequence[tuple[Path, Mapping[str, Any]]],
+    overrides: Mapping[str, Any],
+) -> str:
+    """Where the value at ``loc`` came from: its flag (flags win over files), the last file
+    that holds it, or "" (the defaults)."""
+    if len(loc) >= 2 and _holds(overrides, loc[:2]):
+        return f"--{loc[0]}.{loc[1].replace('_', '-')}"
+    for path, data in reversed(files):
+        if _holds(data, loc):
+            return str(path)
+    return ""
+
+
+def _holds(data: Mapping[str, Any], loc: Sequence[str]) -> bool:
+    for part in loc:
+        if not isinstance(data, Mapping) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def _model_at(loc: Sequence[str], data: Mapping[str, Any]) -> type[BaseModel] | None:
+    """The config class of the section at ``loc`` (``()``: the whole config), to name the keys
+    it has; None when it is not a config class."""
+    model: type[BaseModel] = RunConfig
+    for i, part in enumerate(loc):
+        if i == 0 and part == "sandbox":
+            section = data.get("sandbox")
+            kind = section.get("type") if isinstance(section, Mapping) else None
+            try:
+                model = sandbox_config_class(str(kind or "docker"))
+            except SandboxTypeError:
+                return None
+            continue
+        field = model.model_fields.get(part)
+        found = field and _config_class(field.annotation)
+        if not found:
+            return None
+        model = found
+    return model
+
+
+def _config_class(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):  # X | None
+        found = _config_class(arg)
+        if found:
+            return found
+    return None
 
 
 #: Config files shipped with pgs (``default.yaml``, ``paper.yaml``), named without the folder.
@@ -253,14 +367,6 @@ def _yaml_where(error: yaml.YAMLError) -> str:
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]
     return f"{where}: {problem}"
-
-
-def describe_validation_error(error: ValidationError, *, source: str) -> str:
-    problems = []
-    for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"] if not str(p).endswith("Config"))
-        problems.append(f"{where}: {item['msg']}")
-    return f"bad configuration ({source}): " + "; ".join(problems)
 
 
 def dump(config: RunConfig) -> dict[str, Any]:

@@ -60,11 +60,28 @@ class AgentConfig(BaseModel):
     """How the Generator works: prompts, limits and history handling."""
 
     model_config = ConfigDict(extra="forbid")
-    system_template: str = SYSTEM_TEMPLATE
-    instance_template: str = INSTANCE_TEMPLATE
-    observation_template: str = OBSERVATION_TEMPLATE
-    format_error_template: str = FORMAT_ERROR_TEMPLATE
-    elided_template: str = ELIDED_TEMPLATE
+    system_template: str = Field(
+        SYSTEM_TEMPLATE, description="Jinja2 template of the system message (default.yaml)"
+    )
+    instance_template: str = Field(
+        INSTANCE_TEMPLATE,
+        description="Jinja2 template of the first user message, the issue in it "
+        "({{ problem_statement }})",
+    )
+    observation_template: str = Field(
+        OBSERVATION_TEMPLATE,
+        description="Jinja2 template of each command's output as shown to the model "
+        "({{ output }}, {{ exit_code }})",
+    )
+    format_error_template: str = Field(
+        FORMAT_ERROR_TEMPLATE,
+        description="Jinja2 template of the answer to a reply with no valid action ({{ error }})",
+    )
+    elided_template: str = Field(
+        ELIDED_TEMPLATE,
+        description="Jinja2 template that replaces an old output no longer kept "
+        "({{ lines }}; agent.keep_observations)",
+    )
     step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
     time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
     command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")

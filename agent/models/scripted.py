@@ -232,7 +232,9 @@ def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments of `serve-script` (shared by `agent.cli.serve` and `main`)."""
     parser.add_argument("script", help="steps (.yaml/.json), policy (.py, module:func) or .traj")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)"
+    )
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--model", default=None, help="the served model name (default: any)")
 
