@@ -290,13 +290,20 @@ def env_file_in(argv: Sequence[str]) -> Path | None:
 
 def load_env_files(argv: Sequence[str]) -> tuple[Path | None, list[str]]:
     """Set the variables of ``--env-file PATH`` (or ``./.env``, when it exists) that the
-    environment does not hold yet; the file read and the names set, for the log."""
+    environment does not hold yet; the file read and the names set, for the log.
+
+    ``./.env`` is not read by ``pgs github`` nor on a GitHub Actions runner: there the current
+    folder is the checkout of a repository anyone may send a pull request to, and its ``.env``
+    could point ``OPENAI_BASE_URL`` at a server of its own, to which the model's key would go.
+    ``--env-file`` names a file the workflow chose, and is read."""
     from dotenv import dotenv_values
     from dotenv.parser import parse_stream
 
     given = env_file_in(argv)
     path = given or Path(".env")
     off = os.environ.get("PYTHON_DOTENV_DISABLED", "").lower() in ("1", "true", "yes", "on")
+    command = next((word for word in argv if not word.startswith("-")), None)
+    off = off or os.environ.get("GITHUB_ACTIONS") == "true" or command == "github"
     if given is None and (off or not path.is_file()):
         return None, []
     try:

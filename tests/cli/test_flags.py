@@ -407,3 +407,24 @@ def test_a_bad_env_file_is_one_line(
     for name, text in files.items():
         (folder / name).write_text(text)
     assert cli_error(capsys, "report", str(folder), *argv) == f"pgs: error: {line}"
+
+
+@pytest.mark.parametrize(
+    ("command", "actions"), [("run", "true"), ("github", "true"), ("github", "")]
+)
+def test_a_checkouts_dot_env_is_not_read_by_pgs_github_nor_on_a_runner(
+    folder: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    actions: str,
+) -> None:
+    # On a runner the current folder is the checkout: anyone's pull request may add a .env
+    # that sends the model's key to a server of its own.
+    monkeypatch.setenv("GITHUB_ACTIONS", actions)
+    (folder / ".env").write_text("OPENAI_BASE_URL=http://127.0.0.1:9/v1\nMY_TOKEN=s3cr3t-t0ken\n")
+    line = cli_error(capsys, command, "--agent.step-limit", "s3cr3t-t0ken")
+    assert line.endswith("got 's3cr3t-t0ken'")  # not a secret: the file was not read
+    assert "OPENAI_BASE_URL" not in os.environ or os.environ["OPENAI_BASE_URL"] != (
+        "http://127.0.0.1:9/v1"
+    )
