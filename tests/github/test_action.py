@@ -541,7 +541,10 @@ def test_a_second_request_for_the_same_issue_fails_before_the_run(
         in (comment["body"])
     )
     url = fake.issue_url(REPO, NUMBER)
-    code = main(["run", "--issue", url, "--open-pr", "--model", MODEL, "--output-dir", str(out)])
+    priced = ["--model.prices", json.dumps({MODEL: [0, 0]})]
+    code = main(
+        ["run", "--issue", url, "--open-pr", "--model", MODEL, *priced, "--output-dir", str(out)]
+    )
     assert code == 2 and "which octo/textutil already has" in capsys.readouterr().err
     assert len(fake.pulls) == 1 and len(fake.posted_comments) == 1
 
