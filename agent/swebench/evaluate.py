@@ -22,6 +22,10 @@ patch that no command applies, a test run that times out or an environment failu
 ("malformed patch: ...", "patch does not apply: ..."), and to the summary ``errors`` and
 ``deviations`` (environment differences from the official images, e.g. a substituted Python).
 
+An instance whose commit is not in the repository copy (or cannot be checked out of it: an
+incomplete snapshot, an outdated mirror) is *not checkable here* too, with that reason: a problem
+of the data, not of the patch.
+
 An unresolved instance whose test output shows a failed name resolution or a refused connection
 is *not checkable here* (:func:`~agent.swebench.grading.network_failure`): its tests needed a
 service this run could not reach, so the label says nothing about the patch. It is listed under
@@ -62,6 +66,7 @@ from agent.swebench.executors import (
     LocalExecutor,
 )
 from agent.swebench.grading import network_failure
+from agent.swebench.records import MissingData
 from envs import scratch
 from envs.errors import EnvError
 
@@ -252,6 +257,11 @@ def evaluate_one(
         kind = "not_checkable" if reason else kind
         seconds = time.monotonic() - started
         return Outcome(iid, kind, report, error, seconds, image.deviations, reason)
+    except MissingData as e:  # the data here lacks the commit: nothing about the patch
+        report = {iid: {**EMPTY_REPORT, "patch_exists": True, "not_checkable": e.reason}}
+        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
+        seconds = time.monotonic() - started
+        return Outcome(iid, "not_checkable", report, seconds=seconds, reason=e.reason)
     except (EnvError, InstanceError) as e:
         error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation

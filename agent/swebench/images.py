@@ -37,7 +37,7 @@ from typing import Any
 from agent.swebench.official import _reason, official_image
 from agent.swebench.records import (
     Instance,
-    InstanceError,
+    MissingData,
     Status,
     check_commits,
     find_mirror,
@@ -243,10 +243,12 @@ def build_instance_image(
             images.history_clone(mirror, instance.base_commit, Path(tmp) / "testbed")
             deviations += add_submodules(Path(tmp) / "testbed", repos_dir)
         except ImageBuildError as e:
-            raise InstanceError(
+            raise MissingData(
                 f"{instance.instance_id}: base_commit {instance.base_commit[:12]} cannot be "
                 f"checked out from {mirror} (a data problem of this copy, e.g. a snapshot "
-                f"without some large files, not of pgs): {e}"
+                f"without some large files, not of pgs): {e}",
+                f"the commit cannot be checked out from the repository snapshot "
+                f"(base_commit {instance.base_commit[:12]} of {mirror}: {e})",
             ) from None
         repo_layer = images.Layer(
             base=env_tag,

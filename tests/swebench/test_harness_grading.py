@@ -222,3 +222,23 @@ def test_a_log_that_only_names_a_network_error_stays_checkable() -> None:
         "AssertionError", "ConnectionRefusedError: [Errno 111] Connection refused"
     )
     assert "Connection refused" in (network_failure(refused) or "")
+
+
+def test_a_commit_missing_from_the_repository_copy_is_not_checkable_here(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A snapshot fetched without the record's commit (astropy-14995's, once): a problem of the
+    # data here, not of the patch, so neither an error nor unresolved.
+    record = {**dataset.record(I1), "base_commit": "0123456789abcdef" * 2 + "01234567"}
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps([record]))
+    preds = dataset.write_preds(tmp_path / "preds.json", {I1: REFUSED})
+    repos = ("--repos-dir", str(dataset.repos_dir))
+    summary = eval_summary(preds, instances, tmp_path, *repos)
+    assert summary["not_checkable_ids"] == [I1] and summary["not_checkable_instances"] == 1
+    assert summary["error_ids"] == [] and summary["unresolved_ids"] == []
+    reason = summary["not_checkable"][I1]
+    assert reason.startswith("the commit is not in the repository snapshot (base_commit 012345")
+    assert report_of(tmp_path, I1)["not_checkable"] == reason
+    said = capsys.readouterr().err
+    assert f"not checkable here: {I1}: the commit is not in the repository" in said
