@@ -8,7 +8,9 @@ harness run on Docker: tried in order in the same tree, the first that exits 0 w
 --batch --fuzz=5 -p1 -i``), the one sb-cli reports come from. A patch that carries the
 image's setup changes (made in a published image that left them in the work tree) goes onto the
 tree before the setup commit, as the official evaluation applied such patches
-(:func:`_before_setup`). The instance's evaluation script
+(:func:`_before_setup`); files a patch creates that the install left untracked in the tree
+(requests' ``build/lib``) are removed first, as the official evaluation's tree has none
+(:func:`_without_leftovers`). The instance's evaluation script
 applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
 and rules grade the log. Output, in the harness's layout under ``--report-dir``:
 ``<model>/<instance>/{report.json, test_output.txt, patch.diff, eval.sh}`` and the summary
@@ -211,7 +213,7 @@ def evaluate_one(
         )
         with DockerSandbox(config, run_id=envs.run_id) as box:
             box.write_file("/tmp/patch.diff", patch)  # as the harness writes it, byte for byte
-            reverted = _before_setup(box)
+            reverted = _without_leftovers(box) + _before_setup(box)
             applied, apply_output = _apply(box, chain)
             apply_output = reverted + apply_output
             if applied:
@@ -296,6 +298,37 @@ def evaluate_detached(
             if p.is_file()
         }
     return outcome, files
+
+
+def _without_leftovers(box: Any) -> str:
+    """Files the patch creates that the image's install left in the work tree are removed
+    first, so the patch creates them as it does on the official evaluation's tree, which has no
+    such leftovers: requests' ``pip install .`` leaves ``build/lib`` (a copy of the package,
+    CRLF files included), a model's ``git add -A`` took it into its patch, and its CRs were
+    lost on the way (mini-swe-agent reads the diff as text), so on a tree with the leftovers no
+    harness command applies it, while the official report says it applied (docs/environments.md).
+    Leftovers are what :func:`envs.images.common.finish_repo_steps` listed in
+    ``.git/info/exclude``: untracked files the setup made, never tracked files. A note for the
+    log, or ""."""
+    summary = box.run("git apply --summary /tmp/patch.diff")
+    created = [
+        line.split(maxsplit=3)[3]
+        for line in summary.output.splitlines()
+        if summary.ok and line.startswith(" create mode ") and len(line.split(maxsplit=3)) == 4
+    ]
+    if not created:
+        return ""
+    excluded = box.run("cat .git/info/exclude").output.splitlines()
+    left = {line[1:] for line in excluded if line.startswith("/")}
+    found = [path for path in created if path in left]
+    if not found:
+        return ""
+    box.run("rm -f -- " + " ".join(shlex.quote(path) for path in found))
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return (
+        f"The patch creates {len(found)} files the install left in the tree ({shown}): "
+        "removed first, as on the official evaluation's tree.\n"
+    )
 
 
 def _before_setup(box: Any) -> str:

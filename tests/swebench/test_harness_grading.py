@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.swebench.evaluate import _apply, _before_setup, apply_commands
+from agent.swebench.evaluate import _apply, _before_setup, _without_leftovers, apply_commands
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
 from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
 
@@ -160,6 +160,70 @@ def test_a_patch_no_command_applies_is_refused_with_git_s_reason(tmp_path: Path)
     applied, output = _apply(box, apply_commands())
     assert not applied
     assert "Failed to apply patch to container: patch --batch --fuzz=5 -p1 -i" in output
+
+
+# A model's patch made in an image whose install left build/lib (a copy of the package) in the
+# tree: its `git add -A` took the copy in as new files, and the CR of a CRLF file was lost on
+# the way (psf__requests-1142 under mini-swe-agent). With the fix to s.py.
+LEFTOVER_AND_FIX = """diff --git a/build/lib/crlf.py b/build/lib/crlf.py
+new file mode 100644
+--- /dev/null
++++ b/build/lib/crlf.py
+@@ -0,0 +1,2 @@
++a = 1
++b = 2
+diff --git a/s.py b/s.py
+--- a/s.py
++++ b/s.py
+@@ -1,3 +1,3 @@
+ x
+-y = 1
++y = 2
+ z
+"""
+
+
+def checkout_with_leftovers(tmp_path: Path) -> Checkout:
+    """The tree of an image whose install left ``build/lib/crlf.py`` (CRLF), as pgs's image
+    build leaves it: untracked and listed in ``.git/info/exclude``."""
+    box = checkout(tmp_path, setup_committed=True)
+    (box.root / "build" / "lib").mkdir(parents=True)
+    (box.root / "build" / "lib" / "crlf.py").write_bytes(b"a = 1\r\nb = 2\r\n")
+    with (box.root / ".git" / "info" / "exclude").open("a") as f:
+        f.write("/build/lib/crlf.py\n")
+    (tmp_path / "patch.diff").write_text(LEFTOVER_AND_FIX)
+    return box
+
+
+def test_a_patch_recreating_install_leftovers_is_refused_on_a_tree_with_them(
+    tmp_path: Path,
+) -> None:
+    # What the official report contradicts (applied, resolved): every harness command fails.
+    box = checkout_with_leftovers(tmp_path)
+    applied, output = _apply(box, apply_commands())
+    assert not applied
+    assert "already exists in working directory" in output
+    assert "different line endings" in output
+
+
+def test_files_a_patch_creates_that_the_install_left_are_removed_first(tmp_path: Path) -> None:
+    box = checkout_with_leftovers(tmp_path)
+    note = _without_leftovers(box)
+    assert "creates 1 files the install left in the tree (build/lib/crlf.py)" in note
+    applied, _ = _apply(box, apply_commands())
+    assert applied and box.ran[-1] == "git apply --verbose /tmp/patch.diff"
+    assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\nb = 2\n"
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+
+
+def test_files_that_are_not_install_leftovers_stay(tmp_path: Path) -> None:
+    # The same untracked file, not left by the install (not in .git/info/exclude): the
+    # patch meets it as the harness would.
+    box = checkout_with_leftovers(tmp_path)
+    (box.root / ".git" / "info" / "exclude").write_text("")
+    assert _without_leftovers(box) == ""
+    assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\r\nb = 2\r\n"
+    assert not _apply(box, apply_commands())[0]
 
 
 # ------------------------------------------------------------------------------ end to end
