@@ -130,6 +130,25 @@ def add_submodules(tree: Path, repos_dir: Path | None) -> list[str]:
     return missing
 
 
+def _unreadable(mirror: Path, sha: str, error: str) -> str:
+    """Why ``sha`` cannot be checked out of ``mirror``, in one phrase: the files whose objects
+    the copy lacks (a snapshot without some large files), else git's last word."""
+    import subprocess
+
+    objects = set(re.findall(r"unable to read ([0-9a-f]{40})", error))
+    listed = subprocess.run(
+        ["git", "--git-dir", str(mirror), "ls-tree", "-r", sha], capture_output=True, text=True
+    ).stdout.splitlines()
+    files = [
+        line.split("\t", 1)[1] for line in listed if line.split()[2:3] in ([o] for o in objects)
+    ]
+    if files:
+        return f"a file of the commit is not in the repository snapshot ({', '.join(files)})"
+    last = [line.strip() for line in error.splitlines() if line.strip().startswith("fatal:")]
+    why = last[0] if last else error.strip().splitlines()[-1] if error.strip() else "unknown"
+    return f"the commit cannot be checked out from the repository snapshot ({why})"
+
+
 def pull_from_registry(client: Any, registry: str, tag: str, status: Status = quiet) -> bool:
     """Pull ``registry/tag`` and name it ``tag`` here; False when it cannot be had (then the
     caller builds it: a registry without the image is the first node's normal case)."""
@@ -247,8 +266,7 @@ def build_instance_image(
                 f"{instance.instance_id}: base_commit {instance.base_commit[:12]} cannot be "
                 f"checked out from {mirror} (a data problem of this copy, e.g. a snapshot "
                 f"without some large files, not of pgs): {e}",
-                f"the commit cannot be checked out from the repository snapshot "
-                f"(base_commit {instance.base_commit[:12]} of {mirror}: {e})",
+                _unreadable(mirror, instance.base_commit, str(e)),
             ) from None
         repo_layer = images.Layer(
             base=env_tag,

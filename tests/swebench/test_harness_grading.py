@@ -306,3 +306,27 @@ def test_a_commit_missing_from_the_repository_copy_is_not_checkable_here(
     assert report_of(tmp_path, I1)["not_checkable"] == reason
     said = capsys.readouterr().err
     assert f"not checkable here: {I1}: the commit is not in the repository" in said
+
+
+def test_a_file_missing_from_the_repository_copy_is_named(tmp_path: Path) -> None:
+    # A snapshot without a large file's object (astropy-14995: its IERS table): the commit is
+    # there, its checkout is not; the reason names the file.
+    from agent.swebench.images import _unreadable
+    from envs.errors import ImageBuildError
+    from envs.images import history_clone
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=pgs", "-c", "user.email=pgs@example.com", "-C", str(repo)]
+    (repo / "small.py").write_text("x = 1\n")
+    (repo / "table.dat").write_text("a large table\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True, env=ENV)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    blob = subprocess.run([*git, "rev-parse", "HEAD:table.dat"], capture_output=True, text=True)
+    (repo / ".git" / "objects" / blob.stdout[:2] / blob.stdout.strip()[2:]).unlink()
+    with pytest.raises(ImageBuildError) as failed:
+        history_clone(repo / ".git", sha.strip(), tmp_path / "clone")
+    reason = _unreadable(repo / ".git", sha.strip(), str(failed.value))
+    assert reason == "a file of the commit is not in the repository snapshot (table.dat)"
