@@ -186,6 +186,7 @@ def evaluate_one(
     timeout: float = 1800.0,
     network: bool = False,
     commands: str = "harness",
+    scripts: str = "record",
 ) -> Outcome:
     """Grade one prediction; every failure becomes an ``error`` outcome, never an exception."""
     from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
@@ -206,7 +207,7 @@ def evaluate_one(
         chain = apply_commands(commands)
         spec = envs.spec(instance)
         image = envs.image(instance)
-        script = eval_script(instance, spec)
+        script = eval_script(instance, spec, scripts)
         write_atomic(log_dir / "eval.sh", script)
         config = DockerSandboxConfig(
             image=image.tag, repo_path=TESTBED, network=network, timeout=timeout
@@ -279,6 +280,7 @@ def evaluate_detached(
     timeout: float = 1800.0,
     network: bool = False,
     commands: str = "harness",
+    scripts: str = "record",
 ) -> tuple[Outcome, dict[str, str]]:
     """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
     path under the report folder): the job of an executor that does not share files."""
@@ -291,6 +293,7 @@ def evaluate_detached(
             timeout=timeout,
             network=network,
             commands=commands,
+            scripts=scripts,
         )
         files = {
             str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")
@@ -440,6 +443,7 @@ def evaluate(
     executor: Executor | None = None,
     network: bool = False,
     commands: str = "harness",
+    scripts: str = "record",
 ) -> tuple[list[Outcome], Path]:
     """Grade every prediction that has an instance; returns the outcomes and the summary path."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
@@ -454,7 +458,11 @@ def evaluate(
                 prediction = predictions[i.instance_id]
                 if executor.shares_files:
                     here = functools.partial(
-                        evaluate_one, timeout=timeout, network=network, commands=commands
+                        evaluate_one,
+                        timeout=timeout,
+                        network=network,
+                        commands=commands,
+                        scripts=scripts,
                     )
                     executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
                 else:
@@ -462,7 +470,7 @@ def evaluate(
                     executor.submit(
                         i.instance_id,
                         evaluate_detached,
-                        *(i, prediction, envs, timeout, network, commands),
+                        *(i, prediction, envs, timeout, network, commands, scripts),
                     )
             for done in executor.wait(0.25):
                 outcome = _landed(done, report_dir)
