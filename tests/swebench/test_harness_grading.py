@@ -330,3 +330,30 @@ def test_a_file_missing_from_the_repository_copy_is_named(tmp_path: Path) -> Non
         history_clone(repo / ".git", sha.strip(), tmp_path / "clone")
     reason = _unreadable(repo / ".git", sha.strip(), str(failed.value))
     assert reason == "a file of the commit is not in the repository snapshot (table.dat)"
+
+
+def test_the_harness_s_own_evaluation_script_on_request() -> None:
+    # A record carrying its own eval_script (a later fix of the dataset, as astropy-8872's
+    # `export SETUPTOOLS_USE_DISTUTILS=stdlib`): pgs runs it; reports graded before the fix
+    # ran the one the harness writes from its table, which scripts="harness" gives.
+    from agent.swebench import Instance, eval_script, instance_spec
+
+    record = {
+        "repo": "astropy/astropy",
+        "instance_id": "astropy__astropy-1",
+        "base_commit": "b750a0e6ee76fb6b8a099a4d16ec51977be46bf6",
+        "environment_setup_commit": "2e89d074b3b2abc2da80e437c93b1d5516a0ca57",
+        "version": "3.1",
+        "test_patch": "diff --git a/t/test_q.py b/t/test_q.py\n--- a/t/test_q.py\n+++ "
+        "b/t/test_q.py\n@@ -1 +1 @@\n-a\n+b\n",
+        "FAIL_TO_PASS": ["t/test_q.py::test_a"],
+        "PASS_TO_PASS": [],
+        "eval_script": "#!/bin/bash\nexport SETUPTOOLS_USE_DISTUTILS=stdlib\n"
+        "pytest -rA t/test_q.py\n",
+    }
+    instance = Instance.from_record(record)
+    spec = instance_spec(instance, {}, own_python=True)
+    assert eval_script(instance, spec) == record["eval_script"]
+    harness = eval_script(instance, spec, "harness")
+    assert "SETUPTOOLS_USE_DISTUTILS" not in harness
+    assert "pytest -rA t/test_q.py" in harness and "git checkout b750a0e6ee76" in harness
