@@ -297,7 +297,7 @@ def test_a_commit_missing_from_the_repository_copy_is_not_checkable_here(
     instances = tmp_path / "instances.json"
     instances.write_text(json.dumps([record]))
     preds = dataset.write_preds(tmp_path / "preds.json", {I1: REFUSED})
-    repos = ("--repos-dir", str(dataset.repos_dir))
+    repos = ("--repos-dir", str(dataset.repos_dir), "--eval-scripts", "harness")
     summary = eval_summary(preds, instances, tmp_path, *repos)
     assert summary["not_checkable_ids"] == [I1] and summary["not_checkable_instances"] == 1
     assert summary["error_ids"] == [] and summary["unresolved_ids"] == []
