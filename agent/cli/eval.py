@@ -121,6 +121,14 @@ def register(commands: Any) -> None:
         "GIT_APPLY_CMDS (default), or its cloud (Modal, sb-cli) harness's two commands",
     )
     parser.add_argument(
+        "--eval-scripts",
+        choices=["record", "harness"],
+        default="record",
+        help="the tests' script: the record's eval_script where it has one (default), or the "
+        "one the installed swebench writes from its table, as reports graded before a record's "
+        "fix were (e.g. astropy-8872's SETUPTOOLS_USE_DISTUTILS)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds for one instance's tests"
     )
     parser.set_defaults(func=cmd_eval)
@@ -264,6 +272,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             force=args.force,
             rewrite=bool(args.rewrite_reports),
             on_start=on_start,
+            scripts=args.eval_scripts,
         )
     print_summary(outcomes, path)
     return 0

@@ -448,9 +448,11 @@ def _format_arg(tool: ToolSpec, name: str, value: Any, *, quote: bool) -> str:
     arg = next(a for a in tool.arguments if a.name == name)
 
     def q(v: Any) -> str:
-        if isinstance(v, bool):
-            v = "true" if v else "false"
-        return shlex.quote(str(v)) if quote else str(v)
+        # As SWE-agent renders a value that is not a string (its bundles' scripts read them
+        # so): Python's spelling (`True`, `False`, `3`), nothing for null, never quoted.
+        if not isinstance(v, str):
+            return "" if v is None else str(v)
+        return shlex.quote(v) if quote else v
 
     shown: Any = [q(v) for v in value] if isinstance(value, list) else q(value)
     if isinstance(shown, list) and arg.argument_format == DEFAULT_FORMAT:

@@ -12,7 +12,9 @@ submitted:
   (``interrupt_type: FormatError``, or 1.x's "Please always provide EXACTLY ONE action"), a
   timeout, or the end of the run (the submission, whose command output is not recorded);
 - SWE-agent: a reply in the history is one the agent ran (its parser's retries are not kept);
-  its command is the message's ``action``, its output the matching ``trajectory`` step's;
+  its command is the message's ``action``, its output the matching ``trajectory`` step's; steps
+  after the history's last reply (a 1.x run that saved its history before its submission) are
+  read from ``trajectory``;
 - pgs: the reply's ``action``, and the steps' ``observation`` and ``exit_code``; a reply followed
   by a ``format_error`` message was refused.
 
@@ -147,8 +149,8 @@ def _swe_agent(traj: dict[str, Any]) -> list[RecordedReply]:
     info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
     out = []
     for n, (where, step) in enumerate(trajectory_replies(traj)):
-        message = history[_index(where)]
         raw = steps[n] if n < len(steps) and isinstance(steps[n], dict) else {}
+        message = history[_index(where)] if where.startswith("history") else raw
         action = message.get("action", raw.get("action"))
         reply = RecordedReply(where, str(step.get("content") or ""), ran=True)
         reply.command = str(action).strip() if action is not None else None

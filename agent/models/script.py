@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -304,7 +305,31 @@ def trajectory_replies(traj: Any, agent: str | None = None) -> list[tuple[str, d
         else:
             continue
         replies.append((f"{key}[{i}]", raw))
+    if kind == "swe-agent" and not agent:
+        replies += _unlisted_steps(traj, replies)
     return replies
+
+
+def _unlisted_steps(traj: dict[str, Any], listed: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The replies a SWE-agent ``.traj`` keeps only in ``trajectory``: some 1.x runs saved the
+    history before their last step (SWE-agent's own test data: the ``submit`` of
+    ``6e44b9__sweagenttestrepo-1c2844.traj`` is its fifth step, its history holds four replies).
+    A step's ``response`` is the reply; in a run with tool calls, an action of one word (the
+    submission) was a call of that tool without arguments."""
+    steps = traj.get("trajectory")
+    if not isinstance(steps, list) or len(steps) <= len(listed):
+        return []
+    calling = any(step.get("tool_calls") for _, step in listed)
+    out = []
+    for n in range(len(listed), len(steps)):
+        step = steps[n] if isinstance(steps[n], dict) else {}
+        action = str(step.get("action") or "").strip()
+        calls = []
+        if calling and re.fullmatch(r"[\w-]+", action):
+            calls = [{"name": action, "arguments": "{}"}]
+        content = _text(step.get("response")) or _text(step.get("thought"))
+        out.append((f"trajectory[{n}]", {"content": content, "tool_calls": calls}))
+    return out
 
 
 def _traj_model_name(traj: dict[str, Any]) -> str | None:

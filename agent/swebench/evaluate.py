@@ -8,7 +8,9 @@ harness run on Docker: tried in order in the same tree, the first that exits 0 w
 --batch --fuzz=5 -p1 -i``), the one sb-cli reports come from. A patch that carries the
 image's setup changes (made in a published image that left them in the work tree) goes onto the
 tree before the setup commit, as the official evaluation applied such patches
-(:func:`_before_setup`). The instance's evaluation script
+(:func:`_before_setup`); files a patch creates that the install left untracked in the tree
+(requests' ``build/lib``) are removed first, as the official evaluation's tree has none
+(:func:`_without_leftovers`). The instance's evaluation script
 applies ``test_patch`` and runs the FAIL_TO_PASS and PASS_TO_PASS tests; swebench's log parser
 and rules grade the log. Output, in the harness's layout under ``--report-dir`` (default
 ``logs/run_evaluation/<run_id>``, the harness's): ``<model>/<instance>/{report.json,
@@ -28,6 +30,10 @@ patch that no command applies, a test run that times out or an environment failu
 (``error_ids``). pgs adds to report.json, under ``error``, why a patch could not be graded
 ("malformed patch: ...", "patch does not apply: ..."), and to the summary ``errors`` and
 ``deviations`` (environment differences from the official images, e.g. a substituted Python).
+
+An instance whose commit is not in the repository copy (or cannot be checked out of it: an
+incomplete snapshot, an outdated mirror) is *not checkable here* too, with that reason: a problem
+of the data, not of the patch.
 
 An unresolved instance whose test output shows a failed name resolution or a refused connection
 is *not checkable here* (:func:`~agent.swebench.grading.network_failure`): its tests needed a
@@ -70,6 +76,7 @@ from agent.swebench.executors import (
     LocalExecutor,
 )
 from agent.swebench.grading import network_failure
+from agent.swebench.records import MissingData
 from envs import scratch
 from envs.errors import EnvError
 
@@ -352,6 +359,7 @@ def evaluate_one(
     timeout: float = 1800.0,
     network: bool = False,
     commands: str = "harness",
+    scripts: str = "record",
 ) -> Outcome:
     """Grade one prediction; every failure becomes an ``error`` outcome, never an exception.
     What it did goes to ``run_instance.log`` beside the report (:class:`InstanceLog`)."""
@@ -381,7 +389,7 @@ def evaluate_one(
         out.info(f"Image: {image.tag} ({envs.image_source}, {how}, Python {image.python})")
         for deviation in image.deviations:
             out.info(f"Deviation from the official environment: {deviation}")
-        script = eval_script(instance, spec)
+        script = eval_script(instance, spec, scripts)
         write_atomic(log_dir / "eval.sh", script)
         config = DockerSandboxConfig(
             image=image.tag, repo_path=TESTBED, network=network, timeout=timeout
@@ -394,7 +402,7 @@ def evaluate_one(
                 f"Patch written to patch.diff ({len(patch.encode())} bytes) and "
                 f"/tmp/patch.diff, now applying with the {commands} commands: " + "; ".join(chain)
             )
-            reverted = _before_setup(box)
+            reverted = _without_leftovers(box) + _before_setup(box)
             if reverted:
                 out.info(reverted)
             applied, apply_output = _apply(box, chain, out)
@@ -436,6 +444,11 @@ def evaluate_one(
         out.info(_result_line(iid, kind, report, error, reason))
         seconds = time.monotonic() - started
         return Outcome(iid, kind, report, error, seconds, image.deviations, reason)
+    except MissingData as e:  # the data here lacks the commit: nothing about the patch
+        report = {iid: {**EMPTY_REPORT, "patch_exists": True, "not_checkable": e.reason}}
+        write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
+        seconds = time.monotonic() - started
+        return Outcome(iid, "not_checkable", report, seconds=seconds, reason=e.reason)
     except (EnvError, InstanceError) as e:
         error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation
@@ -472,6 +485,7 @@ def evaluate_detached(
     timeout: float = 1800.0,
     network: bool = False,
     commands: str = "harness",
+    scripts: str = "record",
 ) -> tuple[Outcome, dict[str, str]]:
     """:func:`evaluate_one` in a scratch report folder; the outcome and the files it wrote (by
     path under the report folder): the job of an executor that does not share files."""
@@ -484,6 +498,7 @@ def evaluate_detached(
             timeout=timeout,
             network=network,
             commands=commands,
+            scripts=scripts,
         )
         files = {
             str(p.relative_to(tmp)): p.read_text(encoding="utf-8", errors="replace")
@@ -491,6 +506,37 @@ def evaluate_detached(
             if p.is_file()
         }
     return outcome, files
+
+
+def _without_leftovers(box: Any) -> str:
+    """Files the patch creates that the image's install left in the work tree are removed
+    first, so the patch creates them as it does on the official evaluation's tree, which has no
+    such leftovers: requests' ``pip install .`` leaves ``build/lib`` (a copy of the package,
+    CRLF files included), a model's ``git add -A`` took it into its patch, and its CRs were
+    lost on the way (mini-swe-agent reads the diff as text), so on a tree with the leftovers no
+    harness command applies it, while the official report says it applied (docs/environments.md).
+    Leftovers are what :func:`envs.images.common.finish_repo_steps` listed in
+    ``.git/info/exclude``: untracked files the setup made, never tracked files. A note for the
+    log, or ""."""
+    summary = box.run("git apply --summary /tmp/patch.diff")
+    created = [
+        line.split(maxsplit=3)[3]
+        for line in summary.output.splitlines()
+        if summary.ok and line.startswith(" create mode ") and len(line.split(maxsplit=3)) == 4
+    ]
+    if not created:
+        return ""
+    excluded = box.run("cat .git/info/exclude").output.splitlines()
+    left = {line[1:] for line in excluded if line.startswith("/")}
+    found = [path for path in created if path in left]
+    if not found:
+        return ""
+    box.run("rm -f -- " + " ".join(shlex.quote(path) for path in found))
+    shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return (
+        f"The patch creates {len(found)} files the install left in the tree ({shown}): "
+        "removed first, as on the official evaluation's tree.\n"
+    )
 
 
 def _before_setup(box: Any) -> str:
@@ -615,6 +661,7 @@ def evaluate(
     force: bool = False,
     rewrite: bool = False,
     on_start: Any = None,
+    scripts: str = "record",
 ) -> tuple[list[Outcome], Path]:
     """Grade every prediction that has an instance in ``instances`` (the dataset); returns the
     outcomes and the summary path. A prediction graded before in ``report_dir``
@@ -648,7 +695,11 @@ def evaluate(
                 _clear(report_dir / model_folder(prediction) / i.instance_id)
                 if executor.shares_files:
                     here = functools.partial(
-                        evaluate_one, timeout=timeout, network=network, commands=commands
+                        evaluate_one,
+                        timeout=timeout,
+                        network=network,
+                        commands=commands,
+                        scripts=scripts,
                     )
                     executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
                 else:
@@ -656,7 +707,7 @@ def evaluate(
                     executor.submit(
                         i.instance_id,
                         evaluate_detached,
-                        *(i, prediction, envs, timeout, network, commands),
+                        *(i, prediction, envs, timeout, network, commands, scripts),
                     )
             for done in executor.wait(0.25):
                 outcome = _landed(done, report_dir)

@@ -67,12 +67,15 @@ def _pytest_ids(ids: Sequence[str]) -> bool:
     )
 
 
-def eval_script(instance: Instance, spec: InstanceSpec) -> str:
+def eval_script(instance: Instance, spec: InstanceSpec, source: str = "record") -> str:
     """The script that applies ``test_patch`` and runs the instance's tests, in the harness's
-    shape (``set -uxo pipefail``, the test output between the start and end markers)."""
-    if spec.eval_script:
-        return spec.eval_script
+    shape (``set -uxo pipefail``, the test output between the start and end markers).
+    ``source="harness"``: the one the installed harness writes from its table even where the
+    record carries its own (a later fix of the dataset, e.g. astropy-8872's
+    ``export SETUPTOOLS_USE_DISTUTILS=stdlib``), as reports graded before that fix were."""
     specs = table_specs(instance) if spec.source != "record" else None
+    if spec.eval_script and not (source == "harness" and specs is not None):
+        return spec.eval_script
     if specs is not None:
         from swebench.harness.test_spec.python import make_eval_script_list_py
 

@@ -37,7 +37,7 @@ from typing import Any
 from agent.swebench.official import _reason, official_image
 from agent.swebench.records import (
     Instance,
-    InstanceError,
+    MissingData,
     Status,
     check_commits,
     find_mirror,
@@ -128,6 +128,25 @@ def add_submodules(tree: Path, repos_dir: Path | None) -> list[str]:
             (tree / path).rmdir()
         images.history_clone(source, listed[2], tree / path)
     return missing
+
+
+def _unreadable(mirror: Path, sha: str, error: str) -> str:
+    """Why ``sha`` cannot be checked out of ``mirror``, in one phrase: the files whose objects
+    the copy lacks (a snapshot without some large files), else git's last word."""
+    import subprocess
+
+    objects = set(re.findall(r"unable to read ([0-9a-f]{40})", error))
+    listed = subprocess.run(
+        ["git", "--git-dir", str(mirror), "ls-tree", "-r", sha], capture_output=True, text=True
+    ).stdout.splitlines()
+    files = [
+        line.split("\t", 1)[1] for line in listed if line.split()[2:3] in ([o] for o in objects)
+    ]
+    if files:
+        return f"a file of the commit is not in the repository snapshot ({', '.join(files)})"
+    last = [line.strip() for line in error.splitlines() if line.strip().startswith("fatal:")]
+    why = last[0] if last else error.strip().splitlines()[-1] if error.strip() else "unknown"
+    return f"the commit cannot be checked out from the repository snapshot ({why})"
 
 
 def pull_from_registry(client: Any, registry: str, tag: str, status: Status = quiet) -> bool:
@@ -243,10 +262,11 @@ def build_instance_image(
             images.history_clone(mirror, instance.base_commit, Path(tmp) / "testbed")
             deviations += add_submodules(Path(tmp) / "testbed", repos_dir)
         except ImageBuildError as e:
-            raise InstanceError(
+            raise MissingData(
                 f"{instance.instance_id}: base_commit {instance.base_commit[:12]} cannot be "
                 f"checked out from {mirror} (a data problem of this copy, e.g. a snapshot "
-                f"without some large files, not of pgs): {e}"
+                f"without some large files, not of pgs): {e}",
+                _unreadable(mirror, instance.base_commit, str(e)),
             ) from None
         repo_layer = images.Layer(
             base=env_tag,

@@ -31,6 +31,17 @@ class InstanceError(InputError):
     """A record, dataset or selection the user must fix; the message says what."""
 
 
+class MissingData(InstanceError):
+    """The repository copy lacks what the record needs (a commit it names, or files of it): a
+    problem of the data here (an incomplete snapshot, an outdated mirror), not of the record or
+    of a patch; ``pgs eval`` reports the instance as not checkable here, ``reason`` saying why
+    in one phrase."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 def quiet(_: str) -> None:
     pass
 
@@ -222,9 +233,11 @@ def check_commits(instance: Instance, mirror: Path) -> None:
         ("environment_setup_commit", instance.environment_setup_commit),
     ):
         if not has_commit(mirror, sha):
-            raise InstanceError(
+            raise MissingData(
                 f"{instance.instance_id}: {what} {sha[:12]} is not in {mirror}: update the "
-                "mirror (`git fetch` there)"
+                "mirror (`git fetch` there)",
+                f"the commit is not in the repository snapshot ({what} {sha[:12]} is not in "
+                f"{mirror})",
             )
 
 

@@ -10,7 +10,9 @@ them:
   20251118``: ``trajs/<id>/<id>.traj.json``, also in the GitHub repository
   ``gruckion/mini-swe-agent`` under ``swebench_results/20251118_gemini-3-pro-74pct/trajs``);
   and SWE-agent ``.traj`` files of runs on ``SWE-agent/test-repo`` (SWE-agent's own
-  ``tests/test_data/trajectories/*/swe-agent__test-repo-i1.traj``, a real gpt-4 run of 0.x).
+  ``tests/test_data/trajectories/*/swe-agent__test-repo-i1.traj``, a real gpt-4 run of 0.x, and
+  ``*/6e44b9__sweagenttestrepo-1c2844.traj``, a real gpt-4o run of 1.x with tool calls: its
+  bundles and repository path are read from the recording; it ran on test-repo at 57e59d0).
 - ``PGS_REAL_INSTANCES``: the SWE-bench records of those instances (JSON list or JSONL), and
   ``PGS_REAL_REPOS``: a folder of their repositories named ``OWNER__NAME`` (``--repos-dir``).
 - for the SWE-agent recordings: ``PGS_REAL_SWE_AGENT_REPO``, a clone of ``SWE-agent/test-repo``,
@@ -51,8 +53,18 @@ def where(recording: Path) -> list[str]:
         instances, repos = os.environ["PGS_REAL_INSTANCES"], os.environ["PGS_REAL_REPOS"]
         return ["--instances", instances, "--repos-dir", repos]
     tools = Path(os.environ["PGS_REAL_SWE_AGENT_TOOLS"])
-    bundles = json.dumps([str(tools / name) for name in SWE_BUNDLES])
-    return ["--repo", os.environ["PGS_REAL_SWE_AGENT_REPO"], "--tools.bundles", bundles]
+    data = json.loads(recording.read_text())
+    config = data.get("replay_config")
+    config = json.loads(config) if isinstance(config, str) else config or {}
+    # A 1.x recording names its bundles (``tools/<name>``) and where its repository was.
+    named = [
+        Path(b["path"]).name for b in config.get("agent", {}).get("tools", {}).get("bundles", [])
+    ]
+    bundles = json.dumps([str(tools / name) for name in named or SWE_BUNDLES])
+    steps = data.get("trajectory") or [{}]
+    cwd = (steps[0].get("state") or {}).get("working_dir")
+    at = ["--sandbox.repo-path", cwd] if isinstance(cwd, str) and cwd.startswith("/") else []
+    return ["--repo", os.environ["PGS_REAL_SWE_AGENT_REPO"], "--tools.bundles", bundles, *at]
 
 
 @pytest.mark.parametrize("recording", RECORDINGS, ids=lambda p: p.name)

@@ -311,6 +311,30 @@ def test_swe_agent_bundles_load_unchanged(tmp_path: Path) -> None:
     )
 
 
+def test_values_that_are_not_strings_are_rendered_as_swe_agent_renders_them(
+    tmp_path: Path,
+) -> None:
+    # SWE-agent's windowed_edit_replace `edit` (its config's signature and arguments), called
+    # as gpt-4o called it in SWE-agent's test data (6e44b9__sweagenttestrepo-1c2844.traj,
+    # history[6]): SWE-agent ran `edit '...' '...:' False`, Python's spelling of the boolean.
+    edit = tool(
+        "edit",
+        "edit <search> <replace> [<replace-all>]",
+        [arg("search"), arg("replace"), arg("replace-all", required=False, type="boolean")],
+    )
+    toolset = Toolset.from_paths([make_bundle(tmp_path, "windowed_edit_replace", edit)])
+    call = {
+        "search": "def division(a: float, b: float) -> float",
+        "replace": "def division(a: float, b: float) -> float:",
+        "replace-all": False,
+    }
+    assert toolset.to_command("edit", call) == (
+        "edit 'def division(a: float, b: float) -> float' "
+        "'def division(a: float, b: float) -> float:' False"
+    )
+    assert toolset.to_command("edit", {**call, "replace-all": True}).endswith(" True")
+
+
 # -- installing -------------------------------------------------------------------------------
 
 

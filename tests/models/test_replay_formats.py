@@ -116,3 +116,38 @@ def test_a_file_with_neither_history_nor_messages_says_so(tmp_path: Path) -> Non
     path = write(tmp_path, "x.traj.json", {"info": {}})
     with pytest.raises(ScriptError, match="'history' or 'messages'"):
         load_script(path)
+
+
+#: A real SWE-agent 1.x run (gpt-4o, function calling) from SWE-agent's own test data, trimmed:
+#: its history holds four replies, the fifth (``submit``) only its ``trajectory``.
+SWE_AGENT_1X = Path(__file__).resolve().parents[1] / "data" / "swe-agent-1x-test-repo.traj"
+
+
+def test_a_swe_agent_1x_step_kept_only_in_the_trajectory_is_replayed() -> None:
+    from agent.inspect.recording import recorded_replies
+    from agent.models.script import trajectory_replies
+
+    traj = json.loads(SWE_AGENT_1X.read_text())
+    replies = trajectory_replies(traj)
+    assert [where for where, _ in replies] == [
+        "history[2]",
+        "history[4]",
+        "history[6]",
+        "history[8]",
+        "trajectory[4]",
+    ]
+    # The submission was a call of the submit tool without arguments, as SWE-agent ran it.
+    assert replies[-1][1]["tool_calls"] == [{"name": "submit", "arguments": "{}"}]
+    assert replies[-1][1]["content"].startswith("The script `missing_colon.py` ran successfully")
+    recorded = recorded_replies(traj)
+    assert [r.command for r in recorded][-2:] == [
+        "python3 /SWE-agent__test-repo/tests/missing_colon.py",
+        "submit",
+    ]
+    assert recorded[-1].submitted and not any(r.submitted for r in recorded[:-1])
+
+
+def test_the_replay_model_answers_a_swe_agent_1x_run_to_its_submission(tmp_path: Path) -> None:
+    script = load_script(str(SWE_AGENT_1X))
+    assert len(script.steps) == 5
+    assert script.steps[-1].tool_calls[0].name == "submit"

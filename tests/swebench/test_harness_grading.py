@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.swebench.evaluate import _apply, _before_setup, apply_commands
+from agent.swebench.evaluate import _apply, _before_setup, _without_leftovers, apply_commands
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
 from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
 
@@ -162,6 +162,70 @@ def test_a_patch_no_command_applies_is_refused_with_git_s_reason(tmp_path: Path)
     assert "Failed to apply patch to container: patch --batch --fuzz=5 -p1 -i" in output
 
 
+# A model's patch made in an image whose install left build/lib (a copy of the package) in the
+# tree: its `git add -A` took the copy in as new files, and the CR of a CRLF file was lost on
+# the way (psf__requests-1142 under mini-swe-agent). With the fix to s.py.
+LEFTOVER_AND_FIX = """diff --git a/build/lib/crlf.py b/build/lib/crlf.py
+new file mode 100644
+--- /dev/null
++++ b/build/lib/crlf.py
+@@ -0,0 +1,2 @@
++a = 1
++b = 2
+diff --git a/s.py b/s.py
+--- a/s.py
++++ b/s.py
+@@ -1,3 +1,3 @@
+ x
+-y = 1
++y = 2
+ z
+"""
+
+
+def checkout_with_leftovers(tmp_path: Path) -> Checkout:
+    """The tree of an image whose install left ``build/lib/crlf.py`` (CRLF), as pgs's image
+    build leaves it: untracked and listed in ``.git/info/exclude``."""
+    box = checkout(tmp_path, setup_committed=True)
+    (box.root / "build" / "lib").mkdir(parents=True)
+    (box.root / "build" / "lib" / "crlf.py").write_bytes(b"a = 1\r\nb = 2\r\n")
+    with (box.root / ".git" / "info" / "exclude").open("a") as f:
+        f.write("/build/lib/crlf.py\n")
+    (tmp_path / "patch.diff").write_text(LEFTOVER_AND_FIX)
+    return box
+
+
+def test_a_patch_recreating_install_leftovers_is_refused_on_a_tree_with_them(
+    tmp_path: Path,
+) -> None:
+    # What the official report contradicts (applied, resolved): every harness command fails.
+    box = checkout_with_leftovers(tmp_path)
+    applied, output = _apply(box, apply_commands())
+    assert not applied
+    assert "already exists in working directory" in output
+    assert "different line endings" in output
+
+
+def test_files_a_patch_creates_that_the_install_left_are_removed_first(tmp_path: Path) -> None:
+    box = checkout_with_leftovers(tmp_path)
+    note = _without_leftovers(box)
+    assert "creates 1 files the install left in the tree (build/lib/crlf.py)" in note
+    applied, _ = _apply(box, apply_commands())
+    assert applied and box.ran[-1] == "git apply --verbose /tmp/patch.diff"
+    assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\nb = 2\n"
+    assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
+
+
+def test_files_that_are_not_install_leftovers_stay(tmp_path: Path) -> None:
+    # The same untracked file, not left by the install (not in .git/info/exclude): the
+    # patch meets it as the harness would.
+    box = checkout_with_leftovers(tmp_path)
+    (box.root / ".git" / "info" / "exclude").write_text("")
+    assert _without_leftovers(box) == ""
+    assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\r\nb = 2\r\n"
+    assert not _apply(box, apply_commands())[0]
+
+
 # ------------------------------------------------------------------------------ end to end
 
 
@@ -222,3 +286,74 @@ def test_a_log_that_only_names_a_network_error_stays_checkable() -> None:
         "AssertionError", "ConnectionRefusedError: [Errno 111] Connection refused"
     )
     assert "Connection refused" in (network_failure(refused) or "")
+
+
+def test_a_commit_missing_from_the_repository_copy_is_not_checkable_here(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A snapshot fetched without the record's commit (astropy-14995's, once): a problem of the
+    # data here, not of the patch, so neither an error nor unresolved.
+    record = {**dataset.record(I1), "base_commit": "0123456789abcdef" * 2 + "01234567"}
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps([record]))
+    preds = dataset.write_preds(tmp_path / "preds.json", {I1: REFUSED})
+    repos = ("--repos-dir", str(dataset.repos_dir), "--eval-scripts", "harness")
+    summary = eval_summary(preds, instances, tmp_path, *repos)
+    assert summary["not_checkable_ids"] == [I1] and summary["not_checkable_instances"] == 1
+    assert summary["error_ids"] == [] and summary["unresolved_ids"] == []
+    reason = summary["not_checkable"][I1]
+    assert reason.startswith("the commit is not in the repository snapshot (base_commit 012345")
+    assert report_of(tmp_path, I1)["not_checkable"] == reason
+    said = capsys.readouterr().err
+    assert f"not checkable here: {I1}: the commit is not in the repository" in said
+
+
+def test_a_file_missing_from_the_repository_copy_is_named(tmp_path: Path) -> None:
+    # A snapshot without a large file's object (astropy-14995: its IERS table): the commit is
+    # there, its checkout is not; the reason names the file.
+    from agent.swebench.images import _unreadable
+    from envs.errors import ImageBuildError
+    from envs.images import history_clone
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=pgs", "-c", "user.email=pgs@example.com", "-C", str(repo)]
+    (repo / "small.py").write_text("x = 1\n")
+    (repo / "table.dat").write_text("a large table\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True, env=ENV)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    blob = subprocess.run([*git, "rev-parse", "HEAD:table.dat"], capture_output=True, text=True)
+    (repo / ".git" / "objects" / blob.stdout[:2] / blob.stdout.strip()[2:]).unlink()
+    with pytest.raises(ImageBuildError) as failed:
+        history_clone(repo / ".git", sha.strip(), tmp_path / "clone")
+    reason = _unreadable(repo / ".git", sha.strip(), str(failed.value))
+    assert reason == "a file of the commit is not in the repository snapshot (table.dat)"
+
+
+def test_the_harness_s_own_evaluation_script_on_request() -> None:
+    # A record carrying its own eval_script (a later fix of the dataset, as astropy-8872's
+    # `export SETUPTOOLS_USE_DISTUTILS=stdlib`): pgs runs it; reports graded before the fix
+    # ran the one the harness writes from its table, which scripts="harness" gives.
+    from agent.swebench import Instance, eval_script, instance_spec
+
+    record = {
+        "repo": "astropy/astropy",
+        "instance_id": "astropy__astropy-1",
+        "base_commit": "b750a0e6ee76fb6b8a099a4d16ec51977be46bf6",
+        "environment_setup_commit": "2e89d074b3b2abc2da80e437c93b1d5516a0ca57",
+        "version": "3.1",
+        "test_patch": "diff --git a/t/test_q.py b/t/test_q.py\n--- a/t/test_q.py\n+++ "
+        "b/t/test_q.py\n@@ -1 +1 @@\n-a\n+b\n",
+        "FAIL_TO_PASS": ["t/test_q.py::test_a"],
+        "PASS_TO_PASS": [],
+        "eval_script": "#!/bin/bash\nexport SETUPTOOLS_USE_DISTUTILS=stdlib\n"
+        "pytest -rA t/test_q.py\n",
+    }
+    instance = Instance.from_record(record)
+    spec = instance_spec(instance, {}, own_python=True)
+    assert eval_script(instance, spec) == record["eval_script"]
+    harness = eval_script(instance, spec, "harness")
+    assert "SETUPTOOLS_USE_DISTUTILS" not in harness
+    assert "pytest -rA t/test_q.py" in harness and "git checkout b750a0e6ee76" in harness
