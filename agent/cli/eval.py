@@ -50,7 +50,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument(
         "--predictions",
-        "--predictions_path",
+        "--predictions-path",
         required=True,
         metavar="FILE|gold",
         help="preds.json or .jsonl; `gold`: the records' own patches (model name gold)",
@@ -61,32 +61,29 @@ def register(commands: Any) -> None:
     )
     source.add_argument(
         "--dataset",
-        "--dataset_name",
+        "--dataset-name",
         help="a dataset on the Hugging Face hub (needs the network and `datasets`), or a "
         "records file",
     )
     parser.add_argument("--split", default="test", help="split of --dataset (default: test)")
     parser.add_argument(
         "--instance-ids",
-        "--instance_ids",
         nargs="+",
         metavar="ID",
         help="grade only these instances of the dataset (they make total_instances)",
     )
     add_environment_flags(parser)
     parser.add_argument(
-        "--workers", "--max_workers", type=int, default=1, help="predictions graded at once"
+        "--workers", "--max-workers", type=int, default=1, help="predictions graded at once"
     )
     add_executor_flags(parser)
     parser.add_argument(
         "--report-dir",
-        "--report_dir",
         type=Path,
         help="where reports go (default: logs/run_evaluation/<run id>)",
     )
     parser.add_argument(
         "--run-id",
-        "--run_id",
         help="name of this evaluation (default: the time); run again with the same run id and "
         "report folder, the instances graded there before are skipped",
     )
@@ -98,7 +95,6 @@ def register(commands: Any) -> None:
     )
     again.add_argument(
         "--rewrite-reports",
-        "--rewrite_reports",
         nargs="?",
         const=True,
         default=False,
