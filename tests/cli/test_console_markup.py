@@ -4,7 +4,6 @@ is: rich's markup would read ``test_parse[case]`` or ``@renovate[bot]`` as a sty
 from __future__ import annotations
 
 import importlib
-import io
 
 import pytest
 
@@ -27,11 +26,6 @@ SHOWN = "why: tests/test_parse.py::test_parse[case-1] failed; asked by @renovate
 @pytest.mark.parametrize("module", MODULES)
 def test_bracketed_text_is_printed_as_it_is(module: str) -> None:
     console = importlib.import_module(module).err
-    saved = console.file
-    console.file = io.StringIO()
-    try:
+    with console.capture() as captured:  # the console's own file (sys.stderr) stays as it was
         console.print(SHOWN)
-        printed = console.file.getvalue()
-    finally:
-        console.file = saved
-    assert printed.strip() == SHOWN
+    assert captured.get().strip() == SHOWN
