@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import uuid
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.core.run import check_writable
+from agent.core.trajectory import write_atomic
 from agent.swebench import (
     Environments,
     Instance,
@@ -25,9 +27,12 @@ from agent.swebench import (
 from agent.swebench.evaluate import (
     NO_TEST_OUTPUT,
     Outcome,
+    attempt_predictions,
     evaluate,
     gold_predictions,
     load_predictions,
+    model_folder,
+    share_graded,
 )
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.official import registry_arg
@@ -127,6 +132,14 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds for one instance's tests"
     )
+    parser.add_argument(
+        "--attempts",
+        action="store_true",
+        help="also grade every attempt's patch of a `pgs batch --attempts` run, read from "
+        "<dir>/<id>/attempt-<k>/<id>.pred beside the predictions file, as model "
+        "<model>@attempt-<k>; the summary gains attempts_resolved: {id: [k, ...]} "
+        "(`pgs report` counts how often the chosen patch resolves where an attempt does)",
+    )
     parser.set_defaults(func=cmd_eval)
 
 
@@ -199,6 +212,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise InstanceError("--workers must be at least 1")
     dataset, instances, name = load_dataset(args)
+    if args.attempts and args.predictions == "gold":
+        raise InstanceError("--attempts needs a predictions file of a `pgs batch --attempts` run")
     if args.predictions == "gold":  # as the harness makes them: the whole dataset's
         predictions = gold_predictions(dataset)
         err.print(f"gold predictions: the patches of the {len(dataset)} records")
@@ -228,50 +243,108 @@ def cmd_eval(args: argparse.Namespace) -> int:
         run_id,
         registry=args.registry,
     )
-    executor = make_executor(args.executor, args.workers, args.ray_address)
-    done = total = 0
-    with err.status("grading") as spinner:
+    attempts = attempt_predictions(Path(args.predictions), predictions) if args.attempts else {}
 
-        def on_start(todo: list[Instance], earlier: list[Outcome]) -> None:
-            nonlocal total
-            total = len(todo)
-            if args.rewrite_reports:
-                rewritten = [o for o in earlier if o.error != NO_TEST_OUTPUT]
-                err.print(
-                    f"{len(rewritten)} reports rewritten from their test output in {report_dir}"
-                    f"; {len(earlier) - len(rewritten)} instances have none (not graded before)"
+    def grade(preds: dict[str, dict[str, Any]], keep: frozenset[str]) -> tuple[list[Outcome], Path]:
+        done = total = 0
+        with err.status("grading") as spinner:
+
+            def on_start(todo: list[Instance], earlier: list[Outcome]) -> None:
+                nonlocal total
+                total = len(todo)
+                if args.rewrite_reports:
+                    rewritten = [o for o in earlier if o.error != NO_TEST_OUTPUT]
+                    err.print(
+                        f"{len(rewritten)} reports rewritten from their test output in "
+                        f"{report_dir}; {len(earlier) - len(rewritten)} instances have none "
+                        "(not graded before)"
+                    )
+                elif earlier := [o for o in earlier if o.instance_id not in keep]:
+                    err.print(
+                        f"{len(earlier)} graded instances skipped: graded before in {report_dir} "
+                        "(--force grades them again, --rewrite-reports regrades their test output)"
+                    )
+                spinner.update(f"grading {total} predictions")
+
+            def on_done(outcome: Outcome) -> None:
+                nonlocal done
+                done += 1
+                spinner.update(
+                    f"graded {done}/{total} (last: {outcome.instance_id}: {outcome.kind})"
                 )
-            elif earlier:
-                err.print(
-                    f"{len(earlier)} graded instances skipped: graded before in {report_dir} "
-                    "(--force grades them again, --rewrite-reports regrades their test output)"
-                )
-            spinner.update(f"grading {total} predictions")
 
-        def on_done(outcome: Outcome) -> None:
-            nonlocal done
-            done += 1
-            spinner.update(f"graded {done}/{total} (last: {outcome.instance_id}: {outcome.kind})")
+            return evaluate(
+                preds,
+                instances,
+                envs,
+                report_dir,
+                workers=args.workers,
+                timeout=args.timeout,
+                run_id=run_id,
+                on_done=on_done,
+                executor=make_executor(args.executor, args.workers, args.ray_address),
+                network=args.network,
+                commands=args.apply_commands,
+                force=args.force,
+                rewrite=bool(args.rewrite_reports),
+                on_start=on_start,
+                scripts=args.eval_scripts,
+                keep=keep,
+            )
 
-        outcomes, path = evaluate(
-            predictions,
-            instances,
-            envs,
-            report_dir,
-            workers=args.workers,
-            timeout=args.timeout,
-            run_id=run_id,
-            on_done=on_done,
-            executor=executor,
-            network=args.network,
-            commands=args.apply_commands,
-            force=args.force,
-            rewrite=bool(args.rewrite_reports),
-            on_start=on_start,
-            scripts=args.eval_scripts,
-        )
+    outcomes, path = grade(predictions, frozenset())
     print_summary(outcomes, path)
+    if args.attempts:
+        grade_attempts(attempts, predictions, outcomes, path, report_dir, grade)
     return 0
+
+
+def grade_attempts(
+    attempts: dict[int, dict[str, dict[str, Any]]],
+    predictions: dict[str, dict[str, Any]],
+    outcomes: list[Outcome],
+    path: Path,
+    report_dir: Path,
+    grade: Any,
+) -> None:
+    """``--attempts``: grade each attempt's predictions as model ``<model>@attempt-<k>`` (an
+    attempt whose patch is the chosen one takes the main grading), and add to the main summary
+    ``attempts_resolved``: {id: [k, ...]}, every instance with a graded attempt."""
+    graded = {o.instance_id for o in outcomes}
+    if not attempts:
+        err.print(
+            "note: --attempts: no <id>/attempt-<k>/<id>.pred beside the predictions: "
+            "nothing more to grade"
+        )
+    resolved: dict[str, list[int]] = {}
+    for k, preds in attempts.items():
+        preds = {iid: p for iid, p in preds.items() if iid in graded}
+        if not preds:
+            continue
+        shared = frozenset(
+            iid for iid, p in preds.items() if share_graded(predictions[iid], p, report_dir)
+        )
+        model = model_folder(next(iter(preds.values())))
+        err.print(
+            f"attempt {k}: {len(preds)} predictions, model {model}; {len(shared)} of them the "
+            "chosen patch, graded above"
+        )
+        attempt_outcomes, attempt_path = grade(preds, shared)
+        for o in attempt_outcomes:
+            resolved.setdefault(o.instance_id, [])
+            if o.kind == "resolved":
+                resolved[o.instance_id].append(k)
+        n = sum(o.kind == "resolved" for o in attempt_outcomes)
+        err.print(f"attempt {k}: resolved {n}/{len(attempt_outcomes)}; report: {attempt_path}")
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary["attempts_resolved"] = dict(sorted(resolved.items()))
+    write_atomic(path, json.dumps(summary, indent=4))
+    chosen = set(summary.get("resolved_ids") or [])
+    some = [iid for iid, ks in resolved.items() if ks]
+    err.print(
+        f"attempts: {len(resolved)} instances with attempts graded; an attempt resolves "
+        f"{len(some)}; the chosen patch resolves {sum(iid in chosen for iid in some)} of those"
+    )
 
 
 def print_summary(outcomes: list[Outcome], path: Path) -> None:

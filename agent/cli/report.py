@@ -29,7 +29,8 @@ def register(commands: Any) -> None:
         "rounds and their tokens, and the cost (Generator + Tester). Each RUN_DIR is the "
         "--output-dir of a `pgs batch` (preds.json and <id>/<id>.traj); the resolved count "
         "comes from a `pgs eval` summary inside it, e.g. after `pgs eval --predictions "
-        "RUN_DIR/preds.json --report-dir RUN_DIR/eval` (without one: '-').",
+        "RUN_DIR/preds.json --report-dir RUN_DIR/eval` (without one: '-'); with `pgs eval "
+        "--attempts`, also how often the chosen patch resolves where an attempt does.",
         epilog="example: pgs batch ... --feedback io --output-dir runs/io; pgs batch ... "
         "--feedback property-min --output-dir runs/pgs; pgs report runs/io runs/pgs",
     )
@@ -111,6 +112,12 @@ def print_comparison(result: dict[str, Any], title: str = "ablation settings sid
                 f"{row['mode']}: {several['instances']} of {row['instances']} instances ran "
                 f"several attempts ({several['total']} attempts in all); the selection "
                 f"changed the patch of {several['changed']}"
+            )
+        if several.get("graded"):  # `pgs eval --attempts`: did the choice keep a resolver?
+            err.print(
+                f"{row['mode']}: chosen resolves {several['chosen_resolved']} of "
+                f"{several['any_resolved']} where an attempt does ({several['graded']} "
+                "instances with their attempts graded)"
             )
     for run in result["runs"]:
         report = run["eval_report"] or "no eval report (resolved: -)"

@@ -28,7 +28,11 @@ The trajectory is the source of truth: ``pgs report`` computes the same fields f
 ``<id>/<id>.traj`` and reads ``preds.json`` (or the ``.pred`` files) for which instances a run
 holds. Resolved counts come from a ``pgs eval`` summary (``<model>.<run_id>.json``, the
 harness's run report) found in the run folder or one level below it, e.g. after
-``pgs eval --predictions RUN/preds.json --report-dir RUN/eval``.
+``pgs eval --predictions RUN/preds.json --report-dir RUN/eval``. With ``pgs eval --attempts``
+the summary also has ``attempts_resolved`` ({id: [k, ...]}: the attempts whose patch resolves),
+and each row counts the instances where an attempt resolves and, of those, the ones the chosen
+patch resolves (the attempts' own summaries, ``<model>@attempt-<k>.<run_id>.json``, are not
+the run's).
 
 Errors: a folder that is not a run (no predictions, or predictions without trajectories) is a
 :class:`ReportError`: one ``pgs: error:`` line and exit code 2.
@@ -164,6 +168,8 @@ class Row:
     #: ``--attempts``: attempts that ran, and whether the choice changed a single run's patch.
     attempts: int = 1
     selection_changed: bool = False
+    #: ``pgs eval --attempts``: the attempts whose patch resolves; None when not graded.
+    attempts_resolved: list[int] | None = None
 
 
 @dataclass
@@ -212,6 +218,8 @@ def find_eval_report(folder: Path) -> tuple[Path | None, list[str]]:
     found = []
     for path in [*folder.glob("*.json"), *folder.glob("*/*.json")]:
         if path.name == "preds.json" or path.name.count(".") < 2:  # <model>.<run_id>.json
+            continue
+        if "@attempt-" in path.name:  # `pgs eval --attempts`: one attempt's, not the run's
             continue
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -284,9 +292,13 @@ def read_run(folder: Path) -> Run:
         summary = _read_json(run.eval_report)
         graded = set(summary.get("submitted_ids") or [])
         resolved = set(summary.get("resolved_ids") or [])
+        tried = summary.get("attempts_resolved")
+        tried = tried if isinstance(tried, dict) else {}
         for row in run.rows:
             if row.instance_id in graded:
                 row.resolved = row.instance_id in resolved
+            if isinstance(tried.get(row.instance_id), list):
+                row.attempts_resolved = [int(k) for k in tried[row.instance_id]]
     return run
 
 
@@ -334,13 +346,23 @@ def summarize(setting: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "feedback_tokens": {"total": tokens, "mean": _mean(tokens, n)},
         "cost": {"total": cost, "mean": _mean(cost, n)},
     }
-    if any(r.attempts > 1 for r in rows):
+    tried = [r for r in rows if r.attempts_resolved is not None]
+    if any(r.attempts > 1 for r in rows) or tried:
         # --attempts: instances run with several, attempts in all, choices that changed the
         # patch a single attempt would have given
         row["attempts"] = {
             "instances": sum(r.attempts > 1 for r in rows),
             "total": sum(r.attempts for r in rows),
             "changed": sum(r.selection_changed for r in rows),
+        }
+    if tried:
+        # `pgs eval --attempts`: instances whose attempts were graded, those where at least
+        # one attempt resolves, and of those the ones the chosen patch resolves
+        some = [r for r in tried if r.attempts_resolved]
+        row["attempts"] |= {
+            "graded": len(tried),
+            "any_resolved": len(some),
+            "chosen_resolved": sum(bool(r.resolved) for r in some),
         }
     return row
 

@@ -662,12 +662,15 @@ def evaluate(
     rewrite: bool = False,
     on_start: Any = None,
     scripts: str = "record",
+    keep: frozenset[str] = frozenset(),
 ) -> tuple[list[Outcome], Path]:
     """Grade every prediction that has an instance in ``instances`` (the dataset); returns the
     outcomes and the summary path. A prediction graded before in ``report_dir``
     (:func:`earlier_outcome`) is not graded again unless ``force``; ``rewrite`` grades again
     the test outputs there and runs nothing (:func:`regrade`). ``on_start(to_grade, earlier)``
-    is called with the two lists of outcomes-to-be once they are known."""
+    is called with the two lists of outcomes-to-be once they are known. ``keep``: instances
+    whose report in ``report_dir`` was written in this run (:func:`share_graded`), taken as
+    graded even with ``force``."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
     wanted = [i for i in instances if i.instance_id in predictions]
     outcomes: list[Outcome] = []
@@ -678,7 +681,8 @@ def evaluate(
             outcomes.append(found or Outcome(i.instance_id, "error", error=NO_TEST_OUTPUT))
             continue
         prediction = predictions[i.instance_id]
-        found = None if force else earlier_outcome(i, prediction, report_dir, network=network)
+        again = force and i.instance_id not in keep
+        found = None if again else earlier_outcome(i, prediction, report_dir, network=network)
         if found is None:
             todo.append(i)
         else:
@@ -723,3 +727,62 @@ def evaluate(
     path = report_dir / f"{model}.{run_id}.json"
     write_atomic(path, json.dumps(summary, indent=4))
     return outcomes, path
+
+
+# -- --attempts: every attempt's patch --------------------------------------------------------
+
+#: How an attempt's model name is spelled: ``<model>@attempt-<k>``; its reports go under that
+#: model folder and its summary is ``<model>@attempt-<k>.<run_id>.json``.
+ATTEMPT_MODEL = "{model}@attempt-{k}"
+
+
+def attempt_predictions(
+    predictions_path: Path, predictions: dict[str, dict[str, Any]]
+) -> dict[int, dict[str, dict[str, Any]]]:
+    """``pgs eval --attempts``: the predictions of every attempt of ``pgs run/batch --attempts``,
+    by attempt number, read from ``<dir>/<id>/attempt-<k>/<id>.pred`` beside the predictions
+    file; each gets the model name :data:`ATTEMPT_MODEL`."""
+    by_attempt: dict[int, dict[str, dict[str, Any]]] = {}
+    folder = Path(predictions_path).parent
+    for iid, main in predictions.items():
+        for path in sorted((folder / iid).glob(f"attempt-*/{iid}.pred")):
+            k = path.parent.name.removeprefix("attempt-")
+            if not k.isdigit():
+                continue
+            try:
+                pred = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as e:
+                raise InstanceError(f"cannot read the attempt's prediction {path}: {e}") from None
+            if not isinstance(pred, dict):
+                raise InstanceError(f"{path} is not a prediction (instance_id, model_patch)")
+            model = ATTEMPT_MODEL.format(model=main.get("model_name_or_path") or "None", k=k)
+            by_attempt.setdefault(int(k), {})[iid] = {
+                **pred,
+                "instance_id": iid,
+                "model_name_or_path": model,
+            }
+    return dict(sorted(by_attempt.items()))
+
+
+def share_graded(main: dict[str, Any], attempt: dict[str, Any], report_dir: Path) -> bool:
+    """An attempt whose patch is the main prediction's (the chosen one) takes its grading: the
+    main's instance folder is copied to the attempt's model folder, so it is not run twice.
+    True when copied."""
+    import shutil
+
+    iid = str(main["instance_id"])
+    source = report_dir / model_folder(main) / iid
+    if (attempt.get("model_patch") or "") != (main.get("model_patch") or ""):
+        return False
+    try:
+        if (source / "patch.diff").read_text(encoding="utf-8") != (main.get("model_patch") or ""):
+            return False
+    except OSError:
+        return False
+    if not (source / REPORT).is_file():
+        return False
+    target = report_dir / model_folder(attempt) / iid
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(source, target)
+    return True

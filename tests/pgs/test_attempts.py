@@ -229,6 +229,73 @@ def test_report_counts_attempts_and_changed_choices(
     )
 
 
+@pytest.mark.parametrize(
+    ("chosen_resolves", "attempts_resolved", "counts", "says"),
+    [
+        (True, [2], (1, 1), "chosen resolves 1 of 1 where an attempt does"),
+        (False, [1], (1, 0), "chosen resolves 0 of 1 where an attempt does"),
+        (False, [], (0, 0), "chosen resolves 0 of 0 where an attempt does"),
+    ],
+)
+def test_report_counts_where_the_chosen_patch_resolves_as_an_attempt_does(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    chosen_resolves: bool,
+    attempts_resolved: list[int],
+    counts: tuple[int, int],
+    says: str,
+) -> None:
+    """The summary `pgs eval --attempts` writes (attempts_resolved) beside the attempts' own
+    summaries, which are not taken for the run's even when newer."""
+    import os
+
+    folder = _run_folder(tmp_path)
+    iid = "stats__issue"
+    evals = folder / "eval"
+    evals.mkdir()
+    summary = {
+        "submitted_ids": [iid],
+        "resolved_ids": [iid] if chosen_resolves else [],
+        "attempts_resolved": {iid: attempts_resolved},
+    }
+    (evals / "m.t.json").write_text(json.dumps(summary))
+    for k in (1, 2):
+        resolves = k in attempts_resolved
+        attempt = {"submitted_ids": [iid], "resolved_ids": [iid] if resolves else []}
+        newer = evals / f"m@attempt-{k}.t.json"
+        newer.write_text(json.dumps(attempt))
+        os.utime(newer, (2e9, 2e9))
+    assert main(["report", str(folder), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    row = result["rows"][0]
+    assert result["runs"][0]["eval_report"] == str(evals / "m.t.json")
+    assert row["resolved"] == int(chosen_resolves)
+    assert row["attempts"] == {
+        "instances": 1,
+        "total": 2,
+        "changed": 1,
+        "graded": 1,
+        "any_resolved": counts[0],
+        "chosen_resolved": counts[1],
+    }
+    assert main(["report", str(folder)]) == 0
+    err = capsys.readouterr().err
+    assert f"property-min: {says} (1 instances with their attempts graded)" in err
+
+
+def test_report_without_graded_attempts_says_nothing_of_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _run_folder(tmp_path)
+    summary = {"submitted_ids": ["stats__issue"], "resolved_ids": ["stats__issue"]}
+    (folder / "m.t.json").write_text(json.dumps(summary))
+    assert main(["report", str(folder), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["resolved"] == 1 and "graded" not in row["attempts"]
+    assert main(["report", str(folder)]) == 0
+    assert "where an attempt does" not in capsys.readouterr().err
+
+
 # -- bad flags ---------------------------------------------------------------------------------
 
 

@@ -207,3 +207,67 @@ def test_a_changed_prediction_is_not_taken_for_the_graded_one(
     timed_out = {**report, "resolved": False, "error": "tests timed out after 60 s"}
     (here / "report.json").write_text(json.dumps({I1: timed_out}))
     assert earlier_outcome(instance, prediction, tmp_path) is None
+
+
+def _graded_before(out: Path, model: str, iid: str, patch: str, resolved: bool) -> None:
+    """An instance folder as an earlier `pgs eval` left it (report.json beside patch.diff)."""
+    here = folder(out, model, iid)
+    here.mkdir(parents=True)
+    (here / "patch.diff").write_text(patch)
+    report = {"patch_exists": True, "resolved": resolved, "tests_status": {}}
+    (here / "report.json").write_text(json.dumps({iid: report}))
+
+
+def test_attempts_grades_every_attempt_as_its_own_model_and_lists_which_resolve(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The run of `pgs batch --attempts 2`: preds.json (the chosen patches) and each attempt's
+    # <id>/attempt-<k>/<id>.pred. No container runs: the patches that are not empty were
+    # graded before in the report folder, and an attempt whose patch is the chosen one takes
+    # its grading.
+    run = tmp_path / "run"
+    run.mkdir()
+    preds = dataset.write_preds(run / "preds.json", {I1: "chosen\n", I2: ""})
+    attempts = {(I1, 1): "chosen\n", (I1, 2): "", (I2, 1): "", (I2, 2): "other\n"}
+    for (iid, k), patch in attempts.items():
+        (run / iid / f"attempt-{k}").mkdir(parents=True, exist_ok=True)
+        pred = {"instance_id": iid, "model_name_or_path": "m", "model_patch": patch}
+        (run / iid / f"attempt-{k}" / f"{iid}.pred").write_text(json.dumps(pred))
+    out = tmp_path / "report"
+    _graded_before(out, "m", I1, "chosen\n", resolved=True)
+    _graded_before(out, "m@attempt-2", I2, "other\n", resolved=True)
+
+    assert main(eval_argv(dataset, preds, out, "--attempts")) == 0
+    err = capsys.readouterr().err
+    summary = summary_of(out, "m")
+    assert summary["resolved_ids"] == [I1] and summary["empty_patch_ids"] == [I2]
+    assert summary["attempts_resolved"] == {I1: [1], I2: [2]}
+    # the main summary: the usual keys (an attempt's are those of any `pgs eval`) and one more
+    assert set(summary) - {"attempts_resolved"} == set(summary_of(out, "m@attempt-1"))
+    assert summary_of(out, "m@attempt-1")["resolved_ids"] == [I1]
+    assert summary_of(out, "m@attempt-2")["resolved_ids"] == [I2]
+    assert summary_of(out, "m@attempt-2")["empty_patch_ids"] == [I1]
+    copied = folder(out, "m@attempt-1", I1)
+    assert json.loads((copied / "report.json").read_text())[I1]["resolved"] is True
+    assert (
+        "attempt 1: 2 predictions, model m@attempt-1; 2 of them the chosen patch, graded above"
+    ) in err
+    assert (
+        "attempts: 2 instances with attempts graded; an attempt resolves 2; the chosen patch "
+        "resolves 1 of those"
+    ) in err
+
+
+def test_attempts_without_attempt_folders_and_with_gold(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    preds = dataset.write_preds(tmp_path / "preds.json", {I1: ""})
+    out = tmp_path / "report"
+    assert main(eval_argv(dataset, preds, out, "--attempts")) == 0
+    assert "no <id>/attempt-<k>/<id>.pred beside the predictions" in capsys.readouterr().err
+    assert summary_of(out, "m")["attempts_resolved"] == {}
+    argv = eval_argv(dataset, "gold", tmp_path / "gold", "--attempts")
+    assert main(argv) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "pgs: error: --attempts needs a predictions file of a `pgs batch --attempts` run"
+    ]
