@@ -150,11 +150,10 @@ def attempts_config(args: argparse.Namespace) -> AttemptsConfig:
 
 
 def attempt_paths(output_dir: Path, instance_id: str, attempt: int) -> dict[str, Path]:
-    """``<output>/<id>/attempt-<k>/<id>.traj`` and its siblings."""
+    """``<output>/<id>/attempt-<k>/<id>.traj`` and its siblings: every file of
+    :func:`output_paths`, in the attempt's folder."""
     folder = output_dir / instance_id / f"attempt-{attempt}"
-    paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
-    paths["properties"] = folder / f"{instance_id}.properties.patch"
-    return paths
+    return {key: folder / path.name for key, path in output_paths(output_dir, instance_id).items()}
 
 
 def remove_attempts(output_dir: Path, instance_id: str) -> None:
