@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.eval import add_environment_flags
-from agent.core.config import add_config_flags, flag_overrides, load_config
-from agent.core.errors import INTERRUPTED
-from agent.core.run import check_prices, check_writable, default_output_dir
-from agent.pgs.attempts import add_attempts_flags, attempts_config
+from agent.errors import INTERRUPTED
+from agent.run.attempts import add_attempts_flags, attempts_config
+from agent.run.config import add_config_flags, flag_overrides, load_config
+from agent.run.task import check_prices, check_writable, default_output_dir
 from agent.swebench import (
     Environments,
     InstanceError,

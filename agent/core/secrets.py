@@ -35,7 +35,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.core.config import RunConfig
+    from agent.run.config import RunConfig
 
 REDACTED = "***"
 #: Values shorter than this are never secrets (too short to redact without garbling output).

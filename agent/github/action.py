@@ -44,12 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.core.hooks import RunHook
 from agent.core.loop import RunResult
-from agent.core.run import InputError
 from agent.core.secrets import Redactor
 from agent.github.client import GitHub, GitHubError, IssueRef
 from agent.github.pr import MARKER, OpenPRHook
+from agent.run.hooks import RunHook
+from agent.run.task import InputError
 
 DEFAULT_LABEL = "fix-me"
 DEFAULT_TRIGGER = "@pgs-agent"

@@ -1,7 +1,7 @@
 """GitHub at the boundary: issue URLs, the REST API, and git over HTTPS.
 
 Everything GitHub or git can answer is translated here into :class:`GitHubError`, an
-:class:`~agent.core.run.InputError`: the CLI prints one ``pgs: error:`` line and exits 2.
+:class:`~agent.run.task.InputError`: the CLI prints one ``pgs: error:`` line and exits 2.
 
 - :func:`parse_issue_url` checks an issue URL against the API's host (``GITHUB_API_URL``,
   default ``https://api.github.com`` for ``github.com``; a GitHub Enterprise host otherwise).
@@ -32,7 +32,7 @@ from tenacity import (
     wait_exponential,
 )
 
-from agent.core.run import InputError
+from agent.run.task import InputError
 
 DEFAULT_API = "https://api.github.com"
 USER_AGENT = "pgs-agent"

@@ -13,7 +13,7 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
-- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`);
+- ``cost``: the Generator's and the Tester's cost together (:func:`agent.run.task.usage`);
 - the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
   ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
   shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
@@ -132,10 +132,10 @@ def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablat
 
 
 def _cost(trajectory: dict[str, Any]) -> float:
-    """:func:`agent.core.run.usage`'s ``instance_cost`` (Generator + Tester) of a ``.traj``."""
-    # Imported here: agent.core.run may import this module to write its own .pred.
+    """:func:`agent.run.task.usage`'s ``instance_cost`` (Generator + Tester) of a ``.traj``."""
+    # Imported here: agent.run.task may import this module to write its own .pred.
     from agent.core.loop import RunResult
-    from agent.core.run import usage
+    from agent.run.task import usage
 
     traj = Trajectory(Path(os.devnull), replay_config={})
     traj.info = dict(trajectory.get("info") or {})

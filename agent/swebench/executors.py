@@ -17,7 +17,7 @@ implementations:
 ``shares_files`` tells the driver which kind of job to submit: one that writes into the output
 folder, or a detached one that works in a scratch folder and returns its files.
 
-Errors: :class:`ExecutorError` (an :class:`~agent.core.run.InputError`: one line, exit code 2) when
+Errors: :class:`ExecutorError` (an :class:`~agent.run.task.InputError`: one line, exit code 2) when
 Ray is missing or the cluster cannot be reached or has no ``docker`` resource.
 """
 
@@ -30,7 +30,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from agent.core.run import InputError
+from agent.run.task import InputError
 
 #: The custom Ray resource a node offers per instance it may run at once.
 RESOURCE = "docker"

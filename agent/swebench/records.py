@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.core.run import InputError
+from agent.run.task import InputError
 from envs.errors import EnvError
 from envs.images import cache_dir, file_lock, has_commit
 

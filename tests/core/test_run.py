@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.core.run import InputError, apply_patch, links_outside
+from agent.run.task import InputError, apply_patch, links_outside
 from tests.repos import git, make_repo
 
 

@@ -1,7 +1,7 @@
 """The errors a user can fix, and the exit codes the command line gives them.
 
 Exit codes: 0 the run submitted; 1 it ended with another exit status (:data:`RUN_ENDED`; an
-error inside the run is :class:`~agent.core.run.RunFailed`, its files written); 2 a mistake in
+error inside the run is :class:`~agent.run.task.RunFailed`, its files written); 2 a mistake in
 the command (:data:`envs.cli.USER_ERROR`); 3 the infrastructure failed
 (:data:`envs.cli.INFRASTRUCTURE`: Docker unreachable, an image build failed, the disk full, a
 result that cannot be written); 130 interrupted (:data:`INTERRUPTED`).
@@ -9,8 +9,8 @@ result that cannot be written); 130 interrupted (:data:`INTERRUPTED`).
 Each error below carries one sentence naming the problem and what to do; ``pgs`` prints it as
 one ``pgs: error:`` line and exits with 2, or 3 for :data:`INFRASTRUCTURE_ERRORS`::
 
-    ConfigError          a config file or flag            agent.core.config
-    InputError           a repository, issue or option    agent.core.run (GitHubError below it)
+    ConfigError          a config file or flag            agent.run.config
+    InputError           a repository, issue or option    agent.run.task (GitHubError below it)
     EnvError             Docker, images, sandboxes        envs.errors
     ModelError           the model's API                  agent.models
     ToolConfigError      a tool bundle's config           agent.core.tools
@@ -20,11 +20,11 @@ one ``pgs: error:`` line and exits with 2, or 3 for :data:`INFRASTRUCTURE_ERRORS
 
 from __future__ import annotations
 
-from agent.core.config import ConfigError
-from agent.core.run import InputError, OutputNotWritten
 from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.models import ModelError
 from agent.models.script import ScriptError
+from agent.run.config import ConfigError
+from agent.run.task import InputError, OutputNotWritten
 from envs.errors import INFRASTRUCTURE_ERRORS as ENV_INFRASTRUCTURE_ERRORS
 from envs.errors import EnvError
 

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.core.config import RunConfig, config_yaml, dump
-from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
 from agent.core.secrets import Redactor
 from agent.core.toolenv import sandbox_image
@@ -40,6 +38,8 @@ from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
 from agent.pgs.records import PGSRecord
 from agent.pgs.shared import SharedProperties
+from agent.run.config import RunConfig, config_yaml, dump
+from agent.run.hooks import Hooks, RunHook
 from envs.errors import EnvError, NotAGitRepository
 from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
@@ -281,7 +281,7 @@ def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
     folder = output_dir / instance_id
     paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
     paths["properties"] = folder / f"{instance_id}.properties.patch"
-    # Not results: the run's log and resolved config (agent.core.runlog; --config takes it).
+    # Not results: the run's log and resolved config (agent.run.runlog; --config takes it).
     paths["log"] = folder / f"{instance_id}.log"
     paths["config"] = folder / f"{instance_id}.config.yaml"
     return paths
@@ -444,8 +444,8 @@ def run_task(
     shared: SharedProperties | None = None,
 ) -> RunResult:
     """Run ``task``; ``hooks`` see it start, its progress, each step and its end
-    (:mod:`agent.core.hooks`). ``paths``: where its files go (default: :func:`output_paths`);
-    ``shared``: a property set to adopt (one attempt of several, :mod:`agent.pgs.attempts`)."""
+    (:mod:`agent.run.hooks`). ``paths``: where its files go (default: :func:`output_paths`);
+    ``shared``: a property set to adopt (one attempt of several, :mod:`agent.run.attempts`)."""
     run_id = uuid.uuid4().hex[:12]
     hook = Hooks(hooks)
     hook.on_start(task, config)
