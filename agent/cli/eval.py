@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.core.trajectory import write_atomic
-from agent.run.task import check_writable
+from agent.run.outputs import check_writable
 from agent.swebench import (
     Environments,
     Instance,

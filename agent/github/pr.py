@@ -21,6 +21,7 @@ from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
 from agent.core.loop import RunResult
+from agent.errors import InputError, print_error
 from agent.github.client import (
     GitHub,
     Issue,
@@ -35,8 +36,8 @@ from agent.pgs.records import PGSRecord, ValidationRecord
 from agent.pgs.report import CheckReport
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
-from agent.run.task import InputError, Task, check_repo, usage
-from envs.cli import print_error
+from agent.run.outputs import usage
+from agent.run.task import Task, check_repo
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)

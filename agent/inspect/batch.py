@@ -17,18 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.inspect.fields import (
-    KINDS,
-    InspectError,
-    as_dict,
-    as_float,
-    as_int,
-    is_trajectory,
-    read_json,
-)
+from agent.errors import InspectError, ReportError
+from agent.inspect.fields import KINDS, as_dict, as_float, as_int, is_trajectory, read_json
 from agent.inspect.model import Batch, BatchRow, Trajectory
 from agent.inspect.trajectory import trajectory_from_dict
-from agent.pgs.compare import ReportError, find_eval_report, prediction_fields, read_predictions
+from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions
 
 
 def _traj_paths(folder: Path) -> dict[str, Path]:

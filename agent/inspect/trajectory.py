@@ -23,12 +23,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agent.errors import InspectError
 from agent.inspect.attempts import read_attempts
 from agent.inspect.diff import parse_diff
 from agent.inspect.fields import (
     KINDS,
     TRAJ_KEYS,
-    InspectError,
     as_dict,
     as_float,
     as_int,

@@ -1,6 +1,6 @@
 """Run hooks: what watches or follows a run plugs in here, instead of callbacks passed down.
 
-:func:`agent.run.task.run_task` takes ``hooks=[...]`` and calls, in this order,
+:func:`agent.run.run_task.run_task` takes ``hooks=[...]`` and calls, in this order,
 
 - ``on_start(task, config)`` once, before anything is prepared;
 - ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
@@ -9,7 +9,7 @@
 - ``on_round(record)`` after PGS checked a candidate (``record``: its
   :class:`~agent.pgs.records.RoundRecord`: the verdict, the failure fed back, the feedback);
 - ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
-  (``paths``: :func:`agent.run.task.output_paths`). Not called when the run raises.
+  (``paths``: :func:`agent.run.outputs.output_paths`). Not called when the run raises.
 
 :class:`RunHook` does nothing in each; a hook overrides what it needs. :class:`Hooks` calls a
 list of hooks in order (the first one listed first). An error a hook raises ends the run, as

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from agent.core.loop import RunResult
 from agent.core.trajectory import Trajectory
-from agent.run.task import usage
+from agent.run.outputs import usage
 
 
 def result_with(generator: dict[str, float], tester: dict[str, float] | None) -> RunResult:

@@ -35,7 +35,9 @@ from agent.cli import main
 from agent.core.loop import RunResult
 from agent.models.scripted import ScriptedServer
 from agent.run.config import load_config
-from agent.run.task import check_repo, load_issue, output_paths, run_task
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import check_repo, load_issue
 from tests.pgs.checking import assert_unsound_dropped
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 

@@ -26,7 +26,7 @@ from agent.pgs.records import (
     TesterConversation,
     ValidationRecord,
 )
-from agent.run.task import usage
+from agent.run.outputs import usage
 
 OLD_TRAJ = Path(__file__).resolve().parents[1] / "data" / "pgs-demo-bce24f8.traj"
 

@@ -18,7 +18,7 @@ from agent.models import ModelConfig, ReplayModel
 from agent.pgs.method import judge
 from agent.pgs.report import CheckReport, Coverage, TestResult
 from agent.pgs.validate import drop_contradictions, explicit_examples
-from agent.run.task import usage
+from agent.run.outputs import usage
 from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.repos import make_repo
 

@@ -20,7 +20,9 @@ from agent.cli import main
 from agent.core.loop import RunResult
 from agent.models.scripted import ScriptedServer, ScriptSource
 from agent.run.config import load_config, merge
-from agent.run.task import check_repo, load_issue, output_paths, run_task
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import check_repo, load_issue
 
 MODEL = "scripted"
 FAST_RETRIES = {"attempts": 3, "min_wait": 0.01, "max_wait": 0.05}

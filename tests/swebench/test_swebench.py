@@ -20,7 +20,7 @@ import pytest
 
 from agent.cli import main
 from agent.models.scripted import ScriptedServer
-from agent.run.task import output_paths
+from agent.run.outputs import output_paths
 from agent.swebench import (
     Instance,
     InstanceError,
