@@ -5,7 +5,7 @@
 Control flow goes through a few exceptions that carry what the run ends with:
 :class:`Submitted` (the model submitted a patch), :class:`LimitReached` (steps, time or cost;
 the current diff is kept as the submission), :class:`Forfeited`, and
-:class:`~agent.core.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a
+:class:`~agent.errors.FormatError` (asked again, at most ``max_format_errors`` times in a
 row).
 With ``shell: persistent`` the agent's own commands (and its tools' state commands) share one
 shell session (:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry

@@ -5,7 +5,7 @@ The instances are the union of ``<dir>/<id>/<id>.traj`` and ``preds.json`` (read
 :mod:`agent.pgs.compare`, as ``pgs report`` reads them); ``resolved`` comes from a ``pgs eval``
 summary found as ``pgs report`` finds it (or SWE-agent's ``results.json``).
 
-Errors: :class:`~agent.inspect.fields.InspectError` for a folder without trajectories and
+Errors: :class:`~agent.errors.InspectError` for a folder without trajectories and
 predictions, or an evaluation report that is not one.
 """
 

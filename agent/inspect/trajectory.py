@@ -12,7 +12,7 @@ An older or foreign file with keys missing loads too: every missing part becomes
 ``"missing: <what>"`` note, never an exception. The PGS record is read by
 :mod:`agent.inspect.pgs_record`.
 
-Errors: :class:`~agent.inspect.fields.InspectError` from :func:`load_trajectory` for a file that
+Errors: :class:`~agent.errors.InspectError` from :func:`load_trajectory` for a file that
 is not JSON or not a trajectory.
 """
 
