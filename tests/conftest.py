@@ -12,6 +12,7 @@ the marker stays true (.ci/test runs the unit run first).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
     if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
         os.environ["DOCKER_HOST"] = NO_DOCKER
+    # A shell without job control starts a background job (`pytest ... &` in a script) with
+    # SIGINT ignored, and every process a test starts inherits that: a pgs, a scripted server
+    # or a sandbox command the test stops by Ctrl-C would never stop. Handled here, a child
+    # starts with the default again.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
