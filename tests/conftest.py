@@ -12,6 +12,7 @@ the marker stays true (.ci/test runs the unit run first).
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
     if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
         os.environ["DOCKER_HOST"] = NO_DOCKER
+    # A shell without job control starts a background job (`pytest ... &` in a script) with
+    # SIGINT ignored, and every process a test starts inherits that: a pgs, a scripted server
+    # or a sandbox command the test stops by Ctrl-C would never stop. Handled here, a child
+    # starts with the default again.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
@@ -45,8 +52,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.docker)
 
 
-# In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw.
-settings.register_profile("ci", derandomize=True, database=None)
+# In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw. And
+# without its 200 ms deadline per example: on a loaded CI machine a slow example is the
+# machine's, not the code's (a test that checks a deadline sets its own).
+settings.register_profile("ci", derandomize=True, database=None, deadline=None)
 if IN_CI:
     settings.load_profile("ci")
 

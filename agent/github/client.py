@@ -20,10 +20,9 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import requests
 from tenacity import (
     RetryError,
     Retrying,
@@ -33,6 +32,9 @@ from tenacity import (
 )
 
 from agent.errors import GitHubError, InputError
+
+if TYPE_CHECKING:
+    import requests  # imported on first use: `pgs` starts faster without it
 
 DEFAULT_API = "https://api.github.com"
 USER_AGENT = "pgs-agent"
@@ -165,6 +167,8 @@ def _reset_when(reset: str | None) -> str:
 
 
 def _connection_reason(error: BaseException) -> str:
+    import requests
+
     text = str(error)
     if isinstance(error, requests.Timeout):
         return "timed out"
@@ -188,6 +192,8 @@ class GitHub:
     ) -> None:
         self.api = (api or api_url()).rstrip("/")
         self.token = token
+        import requests
+
         self.retry = retry or RETRY
         self.session = requests.Session()
         self.session.headers.update(
@@ -209,6 +215,8 @@ class GitHub:
     ) -> requests.Response:
         """One API call; ``what`` names the object for error messages ("the issue o/r#1");
         ``missing_ok``: a 404 is an answer (the caller reads its status), not an error."""
+        import requests
+
         url = path if path.startswith(("http://", "https://")) else self.api + path
         retried = method == "GET"
         retrying = Retrying(

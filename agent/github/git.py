@@ -10,12 +10,14 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from agent.errors import GitHubError, InputError
 from agent.github.client import Repository
 from envs import scratch
+
+if TYPE_CHECKING:
+    import git  # gitpython, imported on first use: `pgs` starts faster without it
 
 
 def git_env(url: str, token: str | None) -> dict[str, str]:
@@ -44,6 +46,8 @@ def _git_reason(error: git.GitCommandError, token: str | None) -> str:
 
 def clone(repo: Repository, dest: Path, *, commit: str | None, token: str | None) -> Path:
     """Clone ``repo`` into ``dest`` at its default branch, or at ``commit``."""
+    import git
+
     dest = dest.expanduser().resolve()
     if dest.exists() and any(dest.iterdir()):
         raise InputError(
@@ -77,6 +81,8 @@ def commit_patch(repo: Path, patch: str, message: str) -> str:
     index and the branches of ``repo`` are left as they are. Returns the commit's SHA."""
     if not patch.strip():
         raise InputError("the run produced an empty patch: nothing to commit")
+    import git
+
     handle = git.Repo(repo)
     with scratch.temporary_directory("pgs-index-") as tmp:
         patch_file = Path(tmp) / "agent.patch"
@@ -108,6 +114,8 @@ def commit_patch(repo: Path, patch: str, message: str) -> str:
 
 def push(repo: Path, url: str, sha: str, branch: str, token: str | None) -> None:
     """Push ``sha`` as ``branch`` to ``url`` (a new branch; an existing one is not overwritten)."""
+    import git
+
     handle = git.Repo(repo)
     try:
         handle.git.push(url, f"{sha}:refs/heads/{branch}", env=git_env(url, token))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from agent.errors import (
     AuthenticationFailed,
@@ -57,8 +58,10 @@ from agent.models.base import (
     require_price,
 )
 from agent.models.human import HumanModel
-from agent.models.openai import OpenAIModel
 from agent.models.replay import ReplayModel
+
+if TYPE_CHECKING:
+    from agent.models.openai import OpenAIModel
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -95,6 +98,17 @@ __all__ = [
     "model_kind",
     "require_price",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIModel on first use: the openai package takes about half of `pgs`'s start-up
+    # (`pgs --help`, every command that never queries a model).
+    if name == "OpenAIModel":
+        from agent.models.openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 ModelClass = Callable[[ModelConfig, GlobalStats | None], Model]
 """What `get_model` constructs: `Class(config, global_stats)`."""

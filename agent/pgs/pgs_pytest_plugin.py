@@ -28,7 +28,8 @@ What it does:
 Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (64),
 ``PGS_SEED`` (an integer; unset: derandomised), ``PGS_KEEP_INPUTS`` (16; ``0``: only the
 reported input),
-``PGS_DEADLINE_MS`` (1000; ``0`` or ``none``: no deadline), ``PGS_TEST_TIMEOUT`` (20 seconds;
+``PGS_DEADLINE_MS`` (unset, ``0`` or ``none``: no deadline, so that a loaded machine gets
+the same report), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output), ``PGS_SHRINK`` (1;
 ``0``: Hypothesis's shrink phase off).
 
@@ -113,7 +114,7 @@ def _hypothesis_profile() -> None:
         from hypothesis import HealthCheck, Phase, settings
     except ImportError:  # a repository without Hypothesis still gets its tests run
         return
-    deadline_ms = _env_number("PGS_DEADLINE_MS", 1000)
+    deadline_ms = _env_number("PGS_DEADLINE_MS", 0)
     # The explain phase traces every line (before Python 3.12): a time limit then fires in
     # the tracer at a different line each run, and its notes cost tokens for little. Without
     # shrinking (PGS_SHRINK=0, the ablation without minimisation) a failure is reported with

@@ -56,7 +56,10 @@ class CheckSettings(BaseModel):
         "every time); PGS gives every check its own (--pgs.seed)",
     )
     deadline_ms: int = Field(
-        1000, ge=0, description="Hypothesis deadline per example, in ms (0: none)"
+        0,
+        ge=0,
+        description="Hypothesis deadline per example, in ms (0, the default: none; a deadline "
+        "makes the feedback depend on the machine's load, test_timeout stops a hanging test)",
     )
     test_timeout: float = Field(20.0, gt=0, description="time limit per test, in seconds")
     run_timeout: float = Field(600.0, gt=0, description="time limit per pytest run, in seconds")
