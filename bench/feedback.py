@@ -61,7 +61,6 @@ from agent.cli import EXAMPLES, make_example_repo
 from agent.pgs.check import check_candidate
 from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tokens import (
     HfCounter,
@@ -71,6 +70,7 @@ from agent.pgs.tokens import (
     TokenizerUnavailable,
 )
 from agent.pgs.validate import validate_properties
+from agent.record.check import CheckReport
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
 from tests.pgs.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY

@@ -68,7 +68,7 @@ from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
 from agent.pgs.method import ablation
-from agent.pgs.records import FeedbackMode
+from agent.record.pgs import FeedbackMode
 from agent.swebench import load_instances, parse_python_map, select
 from agent.swebench.batch import Batch, finished_status
 from agent.swebench.executors import add_executor_flags, make_executor

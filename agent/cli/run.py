@@ -48,7 +48,8 @@ from agent.pgs.attempts import (
     run_attempts,
     summary_lines,
 )
-from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.record.pgs import ValidationRecord
+from agent.record.trajectory import Step
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
@@ -254,7 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result.submission,
             exit_status=result.exit_status,
             force=args.force,
-            redacted=result.trajectory.info.get("patch_redacted") or (),
+            redacted=result.trajectory.info.patch_redacted or (),
             patch_file=output_paths(output_dir, task.instance_id)["patch"],
         )
         err.print(f"applied the patch to {repo}")
@@ -285,9 +286,9 @@ class TerminalHook(RunHook):
         if self.spinner is not None:
             self.spinner.update(self.redactor.redact(f"{self.instance_id}: {text}"))
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         stats = agent.model.stats
-        action = self.redactor.redact(step["action"]).splitlines()[0][:70] if step["action"] else ""
+        action = self.redactor.redact(step.action).splitlines()[0][:70] if step.action else ""
         if self.spinner is not None:
             self.spinner.update(
                 f"step {agent.steps} | {action} | {stats.tokens_sent + stats.tokens_received} "
@@ -354,7 +355,7 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
         print(patch, end="" if patch.endswith("\n") else "\n")
     else:
         console.print("(no changes)")
-    redacted = result.trajectory.info.get("patch_redacted")
+    redacted = result.trajectory.info.patch_redacted
     if redacted:
         console.print(
             f"pgs: warning: the patch held the value of {', '.join(redacted)}; it is written "
@@ -364,9 +365,9 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
     console.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
         f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
-        f"{_cost(result, stats)} | time: {result.trajectory.info.get('duration', 0):.1f}s"
+        f"{_cost(result, stats)} | time: {result.trajectory.info.duration or 0:.1f}s"
     )
-    pgs = PGSRecord.from_trajectory(result.trajectory)
+    pgs = result.trajectory.record.pgs_record
     if pgs.mode != "none":
         validation = pgs.validation or ValidationRecord()
         feedback = len(pgs.feedback_rounds())
@@ -388,7 +389,8 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
 
 def _cost(result: RunResult, stats: dict[str, float]) -> str:
     """The cost and where its price came from (``model_stats.price_source``)."""
-    source = (result.trajectory.info.get("model_stats") or {}).get("price_source")
+    stats_of = result.trajectory.info.model_stats
+    source = stats_of.price_source if stats_of is not None else None
     if source == "unpriced":
         return "cost: not counted (no price known, cost limits off)"
     where = f"; {source} price" if source else ""

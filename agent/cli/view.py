@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
     from agent.core.run import Task
-    from agent.pgs.records import RoundRecord
+    from agent.record.pgs import RoundRecord
+    from agent.record.trajectory import Step
 
 #: The style of each part of a step or a round.
 STYLES = {
@@ -89,7 +90,7 @@ class LiveView(RunHook):
             self.line("status", text)
         self.spin(text)
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         self.agent = agent
         self.console.print()
         for what, lines in step_lines(agent, step):

@@ -38,8 +38,9 @@ from agent.models import GlobalStats, ModelConfig, ModelError, check_priced, get
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
-from agent.pgs.records import PGSRecord
 from agent.pgs.shared import SharedProperties
+from agent.record.base import load
+from agent.record.pgs import PGSRecord
 from envs.errors import EnvError, NotAGitRepository
 from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
@@ -354,7 +355,7 @@ def write_results(
         "instance_id": task.instance_id,
         "model_name_or_path": config.model.name,
         "model_patch": submission,
-        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
+        **prediction_fields(traj.record, mode=config.pgs.feedback),
     }
     redact = traj.redactor.redact  # no host secret in any file (agent.core.secrets)
     kept: list[str] = []
@@ -411,7 +412,7 @@ def make_reviewer(
     ``shared``: another attempt's property set, adopted instead of a Tester turn."""
     pgs = config.pgs
     if pgs.feedback == "none":
-        traj.extra["pgs"] = {"mode": "none"}
+        traj.record.pgs = load(PGSRecord, {"mode": "none"})
         return None
 
     def on_review(text: str) -> None:
@@ -455,8 +456,8 @@ def run_task(
     redactor = Redactor.for_config(config)
     write_atomic(paths["config"], redactor.redact(config_yaml(config)))  # --config takes it
     traj = Trajectory(paths["traj"], replay_config=replay, redactor=redactor)
-    traj.info["instance_id"] = task.instance_id
-    traj.info["base_commit"] = _git(task.repo, "rev-parse", "HEAD").strip()
+    traj.info.instance_id = task.instance_id
+    traj.info.base_commit = _git(task.repo, "rev-parse", "HEAD").strip()
     model = get_model(config.model, global_stats)
     toolset = Toolset.from_paths(
         config.tools.bundles,
@@ -472,7 +473,7 @@ def run_task(
     agent: Agent | None = None
     try:
         base = base_commit(sandbox)
-        traj.info["sandbox_base_commit"] = base
+        traj.info.sandbox_base_commit = base
         hook.on_status("the agent is working")
         reviewer = make_reviewer(
             config, task, sandbox, toolset, traj, global_stats, hook, base, shared
@@ -509,7 +510,7 @@ def _keep_work_after(
     """Write the results of a run the loop ended with ``error`` (its exit status and the diff
     so far are in ``traj.info``); raise :class:`RunFailed` for an error. An interrupt is left
     to propagate: a file that cannot be written then is only a warning."""
-    submission = str(traj.info.get("submission") or "")
+    submission = traj.info.submission or ""
     try:
         write_results(paths, task, config, traj, submission)
     except OutputNotWritten as unwritten:
@@ -518,11 +519,11 @@ def _keep_work_after(
             return
         raise unwritten from error
     if isinstance(error, Exception):
-        status = str(traj.info.get("exit_status") or "exit_error")
+        status = traj.info.exit_status or "exit_error"
         result = RunResult(
             exit_status=status,
             submission=submission,
-            steps=int(traj.info.get("steps") or 0),
+            steps=traj.info.steps or 0,
             trajectory=traj,
         )
         raise RunFailed(error, result, paths["traj"].parent) from error
@@ -531,16 +532,7 @@ def _keep_work_after(
 def usage(result: RunResult) -> dict[str, float]:
     """Tokens and cost of the whole run: the Generator's ``model_stats`` plus every Tester
     turn's (``pgs.tester``, ``pgs.tester_2``, ...)."""
-    out = {"tokens_sent": 0.0, "tokens_received": 0.0, "instance_cost": 0.0, "tester_cost": 0.0}
-    pgs = PGSRecord.from_trajectory(result.trajectory)
-    testers = [c.info.get("model_stats") for c in pgs.conversations().values()]
-    runs = [(result.trajectory.info.get("model_stats"), False), *((t, True) for t in testers)]
-    for stats, is_tester in runs:
-        for key in ("tokens_sent", "tokens_received", "instance_cost"):
-            out[key] += float((stats or {}).get(key, 0) or 0)
-        if is_tester:
-            out["tester_cost"] += float((stats or {}).get("instance_cost", 0) or 0)
-    return out
+    return result.trajectory.record.usage()
 
 
 def apply_patch(

@@ -29,8 +29,8 @@ from agent.inspect.model import (
     Trajectory,
     Usage,
 )
-from agent.pgs.report import Coverage
 from agent.pgs.validate import property_decorators
+from agent.record.check import Coverage
 
 #: Reads a Tester turn's conversation (the JSON stored under its key) as a trajectory.
 ReadConversation = Callable[[dict[str, Any], str], Trajectory]

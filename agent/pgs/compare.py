@@ -41,7 +41,6 @@ Errors: a folder that is not a run (no predictions, or predictions without traje
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +48,10 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from agent.core.trajectory import Trajectory
-from agent.pgs.records import Ablation, FeedbackMode, PGSRecord
+from agent.pgs.selection import prediction_fields as attempts_fields
 from agent.pgs.tokens import SimpleCounter
+from agent.record.pgs import Ablation, FeedbackMode
+from agent.record.trajectory import RunRecord
 
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
 MODES = ("none", "io", "property", "property-min")
@@ -77,14 +77,17 @@ class ReportError(ValueError):
 # -- the fields of one prediction ---------------------------------------------------------------
 
 
-def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) -> dict[str, Any]:
-    """The feedback mode and what it cost, from a ``.traj``'s content (see the module doc).
+def prediction_fields(
+    trajectory: RunRecord | dict[str, Any], *, mode: str | None = None
+) -> dict[str, Any]:
+    """The feedback mode and what it cost, from a ``.traj``'s record (see the module doc).
 
     ``mode``: the run's ``--feedback``, used when the trajectory does not say (a run that
     crashed before the agent started).
     """
-    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
-    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    trajectory = _record(trajectory)
+    pgs = trajectory.pgs_record
+    config = trajectory.replay_config.get("pgs") or {}
     recorded = pgs.mode if "mode" in pgs.model_fields_set else None
     found = recorded or config.get("feedback") or mode or "unknown"
     counter = SimpleCounter()
@@ -95,27 +98,31 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
         "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
         "pgs_feedback_tokens": sum(counter.count(text) for text in feedback),
-        "cost": _cost(trajectory),
+        "cost": trajectory.usage()["instance_cost"],
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
-    attempts = trajectory.get("attempts")
-    if isinstance(attempts, dict):  # --attempts: their count, the choice, the total cost
-        from agent.pgs.selection import prediction_fields as attempts_fields
-
-        fields |= attempts_fields(attempts)
+    if trajectory.attempts is not None:  # --attempts: their count, the choice, the total cost
+        fields |= attempts_fields(trajectory.attempts)
     return fields
 
 
-def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablation | None:
+def _record(trajectory: RunRecord | dict[str, Any]) -> RunRecord:
+    return trajectory if isinstance(trajectory, RunRecord) else RunRecord.load(trajectory)
+
+
+def ablation_of(
+    trajectory: RunRecord | dict[str, Any], *, mode: str | None = None
+) -> Ablation | None:
     """A ``.traj``'s full ablation setting: the one its ``pgs`` record holds, else (a run
     written before it was recorded, or one with no reviewer: ``--feedback none``) derived from
     the flags in its ``replay_config``; None when not even the mode is known.
 
     A config from before ``check.shrink`` existed ran with shrinking on in every mode."""
-    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
+    trajectory = _record(trajectory)
+    pgs = trajectory.pgs_record
     if pgs.ablation is not None:
         return pgs.ablation
-    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    config = trajectory.replay_config.get("pgs") or {}
     recorded = pgs.mode if "mode" in pgs.model_fields_set else None
     found = recorded or config.get("feedback") or mode
     if found not in MODES:
@@ -129,21 +136,6 @@ def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablat
         fresh_probes=config.get("fresh_probes"),
         shrink=found == "property-min" if shrink is None else bool(shrink),
     )
-
-
-def _cost(trajectory: dict[str, Any]) -> float:
-    """:func:`agent.core.run.usage`'s ``instance_cost`` (Generator + Tester) of a ``.traj``."""
-    # Imported here: agent.core.run may import this module to write its own .pred.
-    from agent.core.loop import RunResult
-    from agent.core.run import usage
-
-    traj = Trajectory(Path(os.devnull), replay_config={})
-    traj.info = dict(trajectory.get("info") or {})
-    traj.extra = {"pgs": trajectory.get("pgs") or {}}
-    result = RunResult(
-        exit_status=str(traj.info.get("exit_status")), submission="", steps=0, trajectory=traj
-    )
-    return usage(result)["instance_cost"]
 
 
 # -- reading run folders ------------------------------------------------------------------------
@@ -247,16 +239,16 @@ def read_run(folder: Path) -> Run:
     for iid, pred in sorted(preds.items()):
         traj_path = folder / iid / f"{iid}.traj"
         if traj_path.is_file():
-            data = _read_json(traj_path)
             try:
-                fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+                data = RunRecord.load(_read_json(traj_path))
             except ValidationError as e:
                 where = ".".join(str(x) for x in e.errors()[0]["loc"])
                 raise ReportError(
-                    f"{traj_path}: its pgs record does not read (pgs.{where}: "
+                    f"{traj_path}: its record does not read ({where}: "
                     f"{e.errors()[0]['msg']}): is it a pgs trajectory?"
                 ) from None
-            status = (data.get("info") or {}).get("exit_status")
+            fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+            status = data.info.exit_status
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
             wanted = [*FIELDS, *SETTING_FIELDS.values()]
             fields, status = {key: pred.get(key) for key in wanted}, None

@@ -3,7 +3,7 @@
 :func:`validate_properties` keeps an issue property that fails by its own check (an assertion,
 ``pytest.raises``, ``pytest.fail``), by an exception the issue names that the code under test
 raised (in the repository's code, or in a library the repository's code called: the plugin
-records where each exception was raised, :class:`~agent.pgs.report.Origin`), or by the time
+records where each exception was raised, :class:`~agent.record.check.Origin`), or by the time
 limit when the issue is about a hang; and a regression property that passes. Everything else
 is dropped with its reason (:class:`Dropped`): files that do not import, bad strategies,
 properties that raise by themselves or by misusing an API (an exception raised in a library
@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.pgs.report import CheckReport, TestResult
+from agent.record.check import CheckReport, TestResult
 
 #: Exceptions by which Hypothesis says the property, not the code, is at fault.
 BAD_STRATEGY = {"InvalidArgument", "InvalidDefinition", "ResolutionFailed"}
@@ -47,7 +47,7 @@ def _exception_type(result: TestResult) -> str:
 
 def _raised_in_test(result: TestResult) -> bool:
     """True when the exception was raised in the property's own code: by the plugin's
-    :class:`~agent.pgs.report.Origin`, or (older reports) when the innermost frame of the
+    :class:`~agent.record.check.Origin`, or (older reports) when the innermost frame of the
     trace is in the property's own file."""
     if result.origin is not None:
         return result.origin.where == "test"
