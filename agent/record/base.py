@@ -4,9 +4,10 @@ A :class:`Record` keeps unknown keys (and writes them back), gives missing ones 
 and leaves out of its JSON the fields in :attr:`Record.omitted_when_empty` while they are None
 (or an empty list), as the dict records written before these models did.
 
-A record read from a JSON object (``model_validate``, :func:`load`; a part given as a dict to a
-constructor too) also remembers that object's layout: the keys it had and their order. Written back, it has the same keys in the same order (a field the file lacked
-is written only once something sets it), so an old file rewrites byte for byte.
+A record read from a JSON object (``model_validate``, :func:`load`; a part given as a dict to
+a constructor too) also remembers that object's layout: the keys it had and their order.
+Written back, it has the same keys in the same order (a field the object lacked is written
+only once something sets it), so an old file rewrites byte for byte.
 """
 
 from __future__ import annotations

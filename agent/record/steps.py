@@ -80,6 +80,8 @@ class Info(Record):
         "model_stats",
         "steps",
         "duration",
+        "infrastructure",
+        "mistake",
     )
     submission: str | None = Field(None, description="the final patch")
     exit_status: str | None = Field(None, description="submitted, exit_error, ...")
@@ -95,3 +97,9 @@ class Info(Record):
     model_stats: ModelStats | None = None
     steps: int | None = Field(None, description="steps the Generator took")
     duration: Number | None = Field(None, description="seconds the run took")
+    infrastructure: bool | None = Field(
+        None, description="pgs batch: an infrastructure error ended it (a resume runs it again)"
+    )
+    mistake: bool | None = Field(
+        None, description="pgs batch: a mistake in the command ended it (a resume runs it again)"
+    )
