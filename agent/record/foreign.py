@@ -70,9 +70,8 @@ def convert(data: dict[str, Any]) -> RunRecord:
     missing: list[str] = []
     data = _from_mini(data, missing) if writer == "mini-swe-agent" else _from_swe_agent(data)
     for key, what in PARTS.items():
-        if key not in data:
-            if not (key == "replay_config" and writer == "mini-swe-agent"):
-                missing.append(f"missing: {what}")
+        if key not in data and not (key == "replay_config" and writer == "mini-swe-agent"):
+            missing.append(f"missing: {what}")
     record = _tolerant(data, missing)
     info = record.info
     if info.exit_status is None:
@@ -162,8 +161,8 @@ def _from_mini(data: dict[str, Any], missing: list[str]) -> dict[str, Any]:
         content = _text(message.get("content"))
         following = messages[i + 1] if i + 1 < len(messages) else {}
         observation = _text(following.get("content"))
-        extra = following.get("extra") if isinstance(following.get("extra"), dict) else {}
-        code = extra.get("returncode")
+        extra = following.get("extra")
+        code = extra.get("returncode") if isinstance(extra, dict) else None
         found = _RETURNCODE.match(observation)
         if code is None and found:
             code = int(found.group(1))
