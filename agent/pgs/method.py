@@ -69,7 +69,6 @@ from agent.pgs.validate import drop_contradictions, kept_reasons, validate_prope
 from agent.record.check import PARTIAL_BELOW, CheckReport, TestResult
 from agent.record.pgs import (
     Ablation,
-    DroppedProperty,
     FeedbackMode,
     GuardedChange,
     PGSRecord,
@@ -633,9 +632,8 @@ class PGS:
         )
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
-            dropped_records = [DroppedProperty.model_validate(d.model_dump()) for d in dropped]
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-            dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
+            dropped_records = [*dropped, *contradicting]
             why_kept = kept_reasons(original, kept, self.problem)
         else:  # the ablation: no filtering of any kind, every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
