@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent.record.check import FailingInput
+
 DiffLineKind = Literal["context", "added", "removed", "note"]
 
 
@@ -92,16 +94,6 @@ class Step:
     #: The PGS round this step's submission started (its candidate was checked there).
     round: int | None = None
     missing: list[str] = field(default_factory=list)
-
-
-@dataclass
-class FailingInput:
-    example: str | None
-    category: str
-    explicit: bool = False
-    returned: str | None = None
-    exception: str | None = None
-    trace: str | None = None
 
 
 @dataclass

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agent.record.pgs import PGSRecord
 from agent.record.trajectory import RunRecord, Writer
 
 #: What the most important parts hold, named in their missing notes.
@@ -82,6 +83,14 @@ def convert(data: dict[str, Any]) -> RunRecord:
         missing.append("missing: info.model_stats (tokens and cost)")
     record.writer, record.missing = writer, missing
     return record
+
+
+def read_pgs_record(data: dict[str, Any]) -> tuple[PGSRecord, list[str]]:
+    """A ``pgs`` record as it reads: every value that does not is dropped and named (``missing:
+    pgs.<where> (unreadable: ...)``)."""
+    missing: list[str] = []
+    record = _tolerant({"pgs": data}, missing)
+    return record.pgs_record, missing
 
 
 def _tolerant(data: dict[str, Any], missing: list[str]) -> RunRecord:

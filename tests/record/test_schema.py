@@ -19,6 +19,8 @@ from tests.models.test_replay_formats import V1, V2_TOOLCALLS
 
 DATA = Path(__file__).parents[1] / "data"
 PGS_0 = DATA / "pgs-demo-bce24f8.traj"
+#: Written by `pgs demo` on 2026-12-01, before the version was recorded (the last pgs-0 layout).
+PGS_0_LAST = DATA / "pgs-demo-pgs0-2026-12-01.traj"
 SWE_AGENT_1X = DATA / "swe-agent-1x-test-repo.traj"
 SCHEMA = Path(__file__).parents[2] / "docs" / "trajectory-format.schema.json"
 
@@ -31,6 +33,15 @@ def test_an_old_pgs_file_loads_as_version_0_and_rewrites_byte_for_byte() -> None
     assert len(record.trajectory) == 7 and record.trajectory[0].exit_code == 0
     assert record.info.exit_status == "submitted" and record.info.model_stats is not None
     assert record.dumps() == text
+
+
+@pytest.mark.parametrize("path", [PGS_0, PGS_0_LAST], ids=["bce24f8", "2026-12-01"])
+def test_every_old_pgs_file_rewrites_byte_for_byte(path: Path) -> None:
+    record = RunRecord.read(path)
+    assert record.version == UNVERSIONED and record.pgs is not None
+    assert record.pgs.rounds and record.pgs.conversations()
+    assert record.dumps() == path.read_text(encoding="utf-8")
+    assert convert(json.loads(record.dumps())).missing == []
 
 
 def test_a_changed_old_file_keeps_its_layout_and_adds_only_what_was_set() -> None:
