@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent.record.check import FailingInput
+from agent.record.pgs import SelectionRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
 
@@ -75,7 +76,7 @@ class Usage:
 
 
 @dataclass
-class Step:
+class StepView:
     index: int  # 1-based
     thought: str = ""
     action: str = ""
@@ -112,21 +113,6 @@ class Failure:
 
 
 @dataclass
-class Selection:
-    """Which failure was fed back, and why (the fewest input tokens, in property-min)."""
-
-    nodeid: str
-    why: str
-    input: str | None = None
-    tokens: int | None = None
-    counter: str | None = None
-    candidates: int | None = None
-    category: str | None = None
-    chosen_example: str | None = None
-    issue_example: str | None = None
-
-
-@dataclass
 class Round:
     """One checked candidate."""
 
@@ -140,7 +126,8 @@ class Round:
     #: pytest's own errors (a file that does not import).
     errors: list[str] = field(default_factory=list)
     passed: int = 0
-    selection: Selection | None = None
+    #: The failure fed back, as the record holds it.
+    selection: SelectionRecord | None = None
     #: The feedback message as the Generator got it (None: none was sent).
     feedback: str | None = None
     verdict: str | None = None
@@ -175,7 +162,7 @@ class Property:
 
 
 @dataclass
-class TesterTurn:
+class TesterTurnView:
     key: str
     why: str | None = None
     files: list[str] = field(default_factory=list)
@@ -185,7 +172,7 @@ class TesterTurn:
 
 
 @dataclass
-class PGSRecord:
+class PGSPanel:
     mode: str | None = None
     verdict: str | None = None
     verdict_reason: str | None = None
@@ -193,7 +180,7 @@ class PGSRecord:
     #: {path: source} of the property files.
     files: dict[str, str] = field(default_factory=dict)
     rounds: list[Round] = field(default_factory=list)
-    tester_turns: list[TesterTurn] = field(default_factory=list)
+    tester_turns: list[TesterTurnView] = field(default_factory=list)
     tester_error: str | None = None
     validation_note: str | None = None
     tester_usage: Usage = field(default_factory=Usage)
@@ -245,7 +232,7 @@ class Trajectory:
     #: pgs, swe-agent, or unknown: which writer's layout the file follows.
     writer: str = "unknown"
     issue: str | None = None
-    steps: list[Step] = field(default_factory=list)
+    steps: list[StepView] = field(default_factory=list)
     exit_status: str | None = None
     #: Limits that ended the run, each in words (step limit, cost limit, ...).
     limits_hit: list[str] = field(default_factory=list)
@@ -256,7 +243,7 @@ class Trajectory:
     usage: Usage = field(default_factory=Usage)
     duration: float | None = None
     model_name: str | None = None
-    pgs: PGSRecord | None = None
+    pgs: PGSPanel | None = None
     #: Why there is no PGS record when that is by design (``--feedback none``).
     pgs_absent: str | None = None
     missing: list[str] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """The PGS record of a pgs trajectory (its ``pgs`` key) as the inspector shows it.
 
-:func:`read_pgs` returns a :class:`~agent.inspect.model.PGSRecord`: the verdict, each property
+:func:`read_pgs` returns a :class:`~agent.inspect.model.PGSPanel`: the verdict, each property
 with its kind, rule and fate (kept, dropped, or gone after a later Tester turn), every checked
 round (failures, the chosen counterexample and why, the feedback as sent, the change from the
 previous candidate) and the Tester's turns with their conversations. Whatever the record lacks
@@ -17,11 +17,10 @@ from agent.inspect.diff import InterdiffError, interdiff, parse_diff
 from agent.inspect.fields import as_dict
 from agent.inspect.model import (
     Failure,
-    PGSRecord,
+    PGSPanel,
     Property,
     Round,
-    Selection,
-    TesterTurn,
+    TesterTurnView,
     Trajectory,
     Usage,
 )
@@ -70,13 +69,13 @@ def _inputs(result: TestResult) -> list[FailingInput]:
 
 def read_pgs(
     raw: dict[str, Any], replay: dict[str, Any], read_conversation: ReadConversation
-) -> PGSRecord:
+) -> PGSPanel:
     """The record under a trajectory's ``pgs`` key (read through
     :class:`agent.record.pgs.PGSRecord`; a value that does not read is a missing note);
     ``replay``: its run configuration (the feedback mode when the record does not say it)."""
     pgs, unreadable = read_pgs_record(raw)
     given = pgs.model_fields_set
-    record = PGSRecord(
+    record = PGSPanel(
         mode=pgs.mode if "mode" in given else as_dict(replay.get("pgs")).get("feedback"),
         verdict=pgs.verdict if "verdict" in given else None,
         verdict_reason=pgs.verdict_reason,
@@ -103,7 +102,7 @@ def read_pgs(
 
 def _tester_turns(
     pgs: RecordedPGS, read_conversation: ReadConversation
-) -> tuple[list[TesterTurn], Usage]:
+) -> tuple[list[TesterTurnView], Usage]:
     """Each Tester turn (from ``tester_turns`` and the ``tester``, ``tester_<n>`` keys) and the
     tokens and cost of their conversations together."""
     stored = {
@@ -112,11 +111,11 @@ def _tester_turns(
         if CONVERSATION_KEY.fullmatch(key)
     }
     keys = [t.key for t in pgs.tester_turns] + sorted(stored)
-    found: list[TesterTurn] = []
+    found: list[TesterTurnView] = []
     usage = Usage()
     for key in dict.fromkeys(k for k in keys if k):
         turn_record = next((t for t in pgs.tester_turns if t.key == key), None)
-        turn = TesterTurn(key=key)
+        turn = TesterTurnView(key=key)
         if turn_record is not None:
             turn.why = turn_record.why or None
             turn.files = list(turn_record.properties)
@@ -221,18 +220,7 @@ def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
         rnd.coverage = report.coverage.describe() if report.coverage is not None else None
     elif raw.verdict != "unchecked":
         rnd.missing.append("missing: the check's report (which tests ran and failed)")
-    if selection is not None:
-        rnd.selection = Selection(
-            nodeid=str(chosen_id or "?"),
-            why=selection.why,
-            input=selection.input,
-            tokens=selection.tokens,
-            counter=selection.counter,
-            candidates=selection.candidates,
-            category=selection.category,
-            chosen_example=selection.chosen.example if selection.chosen else None,
-            issue_example=selection.issue_example,
-        )
+    rnd.selection = selection
     rnd.feedback = raw.feedback
     rnd.verdict = raw.verdict
     rnd.note = raw.note

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.record.pgs import PGSRecord
+from agent.record.steps import Info
 from agent.record.trajectory import RunRecord, Writer
 
 #: What the most important parts hold, named in their missing notes.
@@ -83,6 +84,15 @@ def convert(data: dict[str, Any]) -> RunRecord:
         missing.append("missing: info.model_stats (tokens and cost)")
     record.writer, record.missing = writer, missing
     return record
+
+
+def info_of(data: dict[str, Any]) -> Info | None:
+    """A trajectory's ``info`` (any writer's) as it reads, a value that does not read left out
+    (``model_fields_set`` says what the file held); None when it has no ``info`` object."""
+    found = data.get("info")
+    if not isinstance(found, dict):
+        return None
+    return _tolerant({"info": found}, []).info
 
 
 def read_pgs_record(data: dict[str, Any]) -> tuple[PGSRecord, list[str]]:

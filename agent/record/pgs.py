@@ -115,6 +115,16 @@ class SelectionRecord(Record):
     why: str = ""
     issue_example: str | None = None
 
+    @property
+    def nodeid(self) -> str:
+        """The node id of the failure fed back (``?`` when the record does not say)."""
+        return self.result.nodeid if self.result is not None else "?"
+
+    @property
+    def chosen_example(self) -> str | None:
+        """The chosen failing input as Hypothesis reports it."""
+        return self.chosen.example if self.chosen is not None else None
+
 
 class GuardedChange(Record):
     """A file the check relies on that the Generator (or its patch) changed, and what it did:
