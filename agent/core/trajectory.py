@@ -64,7 +64,7 @@ class Trajectory:
 
     @info.setter
     def info(self, info: Info | dict[str, Any]) -> None:
-        self.record["info"] = info
+        self.record.info = info if isinstance(info, Info) else Info.model_validate(info)
 
     @property
     def extra(self) -> RunRecord:

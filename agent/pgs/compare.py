@@ -7,7 +7,7 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 
 - ``pgs_mode``: ``none`` (the Generator alone), ``io`` (Self-Edit), ``property``,
   ``property-min``;
-- ``pgs_verdict``: ``trajectory["pgs"]["verdict"]`` (``passed``, ``partial``, ``tests-only``,
+- ``pgs_verdict``: ``RunRecord.pgs.verdict`` (``passed``, ``partial``, ``tests-only``,
   ``tests-changed``, ``unchecked``, ``failed``); ``unchecked`` when nothing checked the patch
   (``--feedback none``);
 - ``pgs_rounds``: feedback messages sent to the Generator;
