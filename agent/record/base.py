@@ -55,8 +55,7 @@ class Record(BaseModel):
         self._layout = None  # built in code (its parts given as dicts keep theirs)
 
     # Mapping access, for code written when the record was a dict: ``record["key"]`` is the
-    # field (or the extra key), ``record["key"] = value`` a validated assignment; a record
-    # equals the JSON object it writes.
+    # field (or the extra key), ``record["key"] = value`` a validated assignment.
     def __getitem__(self, key: str) -> Any:
         if key in type(self).model_fields:
             return getattr(self, key)
@@ -75,8 +74,11 @@ class Record(BaseModel):
             return default
 
     def __eq__(self, other: object) -> bool:
+        """Equal when they write the same JSON (a loaded record and one built in code alike)."""
         if isinstance(other, dict):
             return bool(self.model_dump(mode="json") == other)
+        if isinstance(other, Record) and type(other) is type(self):
+            return bool(self.model_dump(mode="json") == other.model_dump(mode="json"))
         return super().__eq__(other)
 
     __hash__ = None  # type: ignore[assignment]
