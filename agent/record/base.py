@@ -19,14 +19,10 @@ from pydantic import (
     ConfigDict,
     PrivateAttr,
     SerializerFunctionWrapHandler,
-    ValidationInfo,
     ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
-
-#: The validation context under which a record remembers the layout it was read in.
-KEEP_LAYOUT = "keep_layout"
 
 R = TypeVar("R", bound="Record")
 
@@ -42,9 +38,7 @@ class Record(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _remember_layout(
-        cls, data: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
-    ) -> Any:
+    def _remember_layout(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         record = handler(data)
         if isinstance(data, dict) and isinstance(record, Record):
             record._layout = list(data)
@@ -107,4 +101,4 @@ class Record(BaseModel):
 
 def load(cls: type[R], data: Any) -> R:
     """``data`` (a parsed JSON object) as a ``cls``, remembering its layout at every level."""
-    return cls.model_validate(data, context={KEEP_LAYOUT: True})
+    return cls.model_validate(data)
