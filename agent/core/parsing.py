@@ -24,6 +24,8 @@ import posixpath
 import re
 from typing import Literal
 
+from agent.errors import FormatError
+
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
 #: How the action is read out of a text reply (see the module doc).
@@ -49,10 +51,6 @@ To finish, run `submit` in that block."""
 
 _FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
-
-
-class FormatError(ValueError):
-    """The model's reply cannot be turned into an action. ``str(error)`` is sent back to it."""
 
 
 def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:

@@ -42,14 +42,12 @@ from agent.core.bundles import (
     PLACEHOLDER,
     Bundle,
     ToolArgument,
-    ToolConfigError,
     ToolSpec,
     default_bundle_paths,
     default_bundles_dir,
 )
-from agent.core.parsing import FormatError
 from agent.core.tool_output import OutputKind, Role, ToolOutput, classify_output
-from agent.core.toolenv import ToolInstallError
+from agent.errors import ToolCallError, ToolConfigError, ToolInstallError
 from envs.sandbox import Sandbox
 
 __all__ = [
@@ -86,10 +84,6 @@ def invoked_programs(command: str) -> set[str]:
         if words:
             programs.add(words[0])
     return programs
-
-
-class ToolCallError(FormatError):
-    """The model called an unknown tool or gave bad arguments; the message is for the model."""
 
 
 # -- the toolset ------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from agent.inspect.diff import InterdiffError, interdiff, parse_diff
+from agent.errors import InterdiffError
+from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.fields import as_dict
 from agent.inspect.model import (
     Failure,

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from agent.pgs.runner import CheckError, CheckSettings, plugin_dir, run_pytest, run_test_cmd, tail
+from agent.errors import CheckError
+from agent.pgs.runner import CheckSettings, plugin_dir, run_pytest, run_test_cmd, tail
 from agent.record.check import TEST_CMD_PREFIX, CheckReport, TestResult
 from envs.sandbox import Sandbox
 

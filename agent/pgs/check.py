@@ -29,9 +29,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from agent.errors import CheckError
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
 from agent.pgs.guard import SAFE_GIT
-from agent.pgs.runner import CheckError, CheckSettings, run_pytest, run_test_cmd, tail
+from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd, tail
 from agent.record.check import CheckReport, Coverage, TestResult
 from agent.record.pgs import GuardedChange
 from envs.sandbox import SCRATCH_DIRS, Sandbox

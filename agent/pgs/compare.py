@@ -13,7 +13,8 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
-- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`);
+- ``cost``: the Generator's and the Tester's cost together
+  (:meth:`agent.record.trajectory.RunRecord.usage`);
 - the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
   ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
   shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
@@ -48,6 +49,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
+from agent.errors import ReportError
 from agent.pgs.selection import prediction_fields as attempts_fields
 from agent.pgs.tokens import SimpleCounter
 from agent.record.pgs import Ablation, FeedbackMode
@@ -68,10 +70,6 @@ SETTING_FIELDS = {
 }
 #: What rows are grouped by, in this order.
 KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink")
-
-
-class ReportError(ValueError):
-    """A folder ``pgs report`` cannot read as a run; the message says what to do."""
 
 
 # -- the fields of one prediction ---------------------------------------------------------------

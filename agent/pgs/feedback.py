@@ -33,6 +33,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.prompts import default_prompt
+from agent.errors import TokenizerUnavailable
 from agent.pgs.tokens import (
     ChosenCounter,
     EndpointCounter,
@@ -41,7 +42,6 @@ from agent.pgs.tokens import (
     TiktokenCounter,
     TokenCounter,
     TokenizerName,
-    TokenizerUnavailable,
     VllmCounter,
     get_counter,
     tokenize_url,

@@ -49,7 +49,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.models import Model, ModelError
+from agent.errors import ModelError
+from agent.models import Model
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.feedback import (

@@ -32,15 +32,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agent.core.hooks import RunHook
 from agent.core.secrets import RedactingFilter, Redactor
+from agent.run.hooks import RunHook
 
 if TYPE_CHECKING:
-    from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
-    from agent.core.run import Task
     from agent.record.pgs import RoundRecord
     from agent.record.trajectory import Step
+    from agent.run.config import RunConfig
+    from agent.run.task import Task
 
 #: Observation lines shown before ``… N more lines``.
 FOLD_LINES = 5
