@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings
+from agent.record.check import CheckReport
 from agent.swebench import TESTBED, Environments, Instance, load_instances, parse_python_map
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.sandbox import Sandbox

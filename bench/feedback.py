@@ -62,10 +62,10 @@ from agent.errors import TokenizerUnavailable
 from agent.pgs.check import check_candidate
 from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tokens import HfCounter, SimpleCounter, TiktokenCounter, TokenCounter
 from agent.pgs.validate import validate_properties
+from agent.record.check import CheckReport
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
 from tests.pgs.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY

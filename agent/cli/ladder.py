@@ -58,7 +58,8 @@ from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
 from agent.pgs.method import ablation
-from agent.pgs.records import FeedbackMode
+from agent.record.pgs import FeedbackMode
+from agent.record.trajectory import RunRecord
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_output_dir, default_output_dir, output_paths
 from agent.run.reviewer import check_prices
@@ -214,10 +215,10 @@ def check_folder(folder: Path, row: Row, config: RunConfig) -> None:
     wanted = ablation(row.config(config).pgs)
     for path in sorted(folder.glob("*/*.traj")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
+            data = RunRecord.read(path)
+        except (OSError, ValueError):
             continue  # an unreadable run is run again
-        found = ablation_of(data) if isinstance(data, dict) else None
+        found = ablation_of(data)
         if found is not None and found != wanted:
             raise InputError(
                 f"{path} ran with another setting ({found.model_dump_json()}) than the {row.name} "
@@ -417,15 +418,15 @@ def record_crash(
     """A ``.traj`` (exit_error and the message, over what the run saved), ``.patch`` and
     ``.pred`` for a run that crashed (a sandbox that died, an image that failed to build)."""
     try:
-        data = json.loads(paths["traj"].read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        data = {"trajectory": [], "history": [], "replay_config": {}}
-    info = data.setdefault("info", {})
-    message = f"{type(error).__name__}: {error}"
-    info.update(exit_status="exit_error", error=message, instance_id=instance_id)
-    patch = str(info.get("submission") or "")
-    info["submission"] = patch
-    write_atomic(paths["traj"], json.dumps(data, indent=1, default=str))
+        data = RunRecord.read(paths["traj"])
+    except (OSError, ValueError):
+        data = RunRecord()
+    info = data.info
+    info.exit_status, info.error = "exit_error", f"{type(error).__name__}: {error}"
+    info.instance_id = instance_id
+    patch = info.submission or ""
+    info.submission = patch
+    write_atomic(paths["traj"], data.dumps())
     write_atomic(paths["patch"], patch)
     pred = {
         "instance_id": instance_id,

@@ -37,6 +37,8 @@ from agent.errors import INTERRUPTED, InputError
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
 from agent.inspect.trajectory import trajectory_from_dict
 from agent.models.script import trajectory_kind, trajectory_replies
+from agent.record.foreign import info_of
+from agent.record.steps import Info
 from agent.run.config import add_config_flags, flag_overrides, load_config, merge
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
@@ -189,10 +191,9 @@ def _read_recording(path: Path) -> dict[str, Any]:
 
 
 def _instance_id(data: dict[str, Any], path: Path) -> str:
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
     return str(
         data.get("instance_id")
-        or (info or {}).get("instance_id")
+        or (info_of(data) or Info()).instance_id
         or trajectory_from_dict(data, path=path).instance_id
     )
 
@@ -318,8 +319,8 @@ def compare(
         outputs += diff.output is not None
         if diff.handled_unlike or diff.exit_code or diff.output:
             diffs.append(diff)
-    info = replayed_traj.get("info") if isinstance(replayed_traj.get("info"), dict) else {}
-    mine = str((info or {}).get("submission") or "")
+    info = info_of(replayed_traj) or Info()
+    mine = info.submission or ""
     theirs = submission(data)
     return Comparison(
         recording=recording,
@@ -330,7 +331,7 @@ def compare(
         exit_codes_differ=codes,
         outputs_differ=outputs,
         patch_equal=theirs is not None and _patch_lines(theirs) == _patch_lines(mine),
-        replay_exit_status=str((info or {}).get("exit_status", "")),
+        replay_exit_status=info.exit_status or "",
         replay_traj="",
         diffs=diffs,
     )

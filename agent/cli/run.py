@@ -25,7 +25,8 @@ from agent.core.secrets import Redactor
 from agent.errors import Claimed, InputError
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
-from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.record.pgs import ValidationRecord
+from agent.record.trajectory import Step
 from agent.run.apply import apply_patch
 from agent.run.attempts import (
     AttemptsConfig,
@@ -252,7 +253,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             result.submission,
             exit_status=result.exit_status,
             force=args.force,
-            redacted=result.trajectory.info.get("patch_redacted") or (),
+            redacted=result.trajectory.info.patch_redacted or (),
             patch_file=output_paths(output_dir, task.instance_id)["patch"],
         )
         err.print(f"applied the patch to {repo}")
@@ -283,9 +284,9 @@ class TerminalHook(RunHook):
         if self.spinner is not None:
             self.spinner.update(self.redactor.redact(f"{self.instance_id}: {text}"))
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         stats = agent.model.stats
-        action = self.redactor.redact(step["action"]).splitlines()[0][:70] if step["action"] else ""
+        action = self.redactor.redact(step.action).splitlines()[0][:70] if step.action else ""
         if self.spinner is not None:
             self.spinner.update(
                 f"step {agent.steps} | {action} | {stats.tokens_sent + stats.tokens_received} "
@@ -352,7 +353,7 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
         print(patch, end="" if patch.endswith("\n") else "\n")
     else:
         console.print("(no changes)")
-    redacted = result.trajectory.info.get("patch_redacted")
+    redacted = result.trajectory.info.patch_redacted
     if redacted:
         console.print(
             f"pgs: warning: the patch held the value of {', '.join(redacted)}; it is written "
@@ -362,9 +363,9 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
     console.print(
         f"exit status: {result.exit_status} | steps: {result.steps} | tokens: "
         f"{stats['tokens_sent']:.0f} sent, {stats['tokens_received']:.0f} received | "
-        f"{_cost(result, stats)} | time: {result.trajectory.info.get('duration', 0):.1f}s"
+        f"{_cost(result, stats)} | time: {result.trajectory.info.duration or 0:.1f}s"
     )
-    pgs = PGSRecord.from_trajectory(result.trajectory)
+    pgs = result.trajectory.record.pgs_record
     if pgs.mode != "none":
         validation = pgs.validation or ValidationRecord()
         feedback = len(pgs.feedback_rounds())
@@ -386,7 +387,8 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
 
 def _cost(result: RunResult, stats: dict[str, float]) -> str:
     """The cost and where its price came from (``model_stats.price_source``)."""
-    source = (result.trajectory.info.get("model_stats") or {}).get("price_source")
+    stats_of = result.trajectory.info.model_stats
+    source = stats_of.price_source if stats_of is not None else None
     if source == "unpriced":
         return "cost: not counted (no price known, cost limits off)"
     where = f"; {source} price" if source else ""

@@ -26,7 +26,8 @@ from agent.run.runlog import round_lines, step_lines, verdict_reason
 
 if TYPE_CHECKING:
     from agent.core.loop import Agent, RunResult
-    from agent.pgs.records import RoundRecord
+    from agent.record.pgs import RoundRecord
+    from agent.record.trajectory import Step
     from agent.run.config import RunConfig
     from agent.run.task import Task
 
@@ -89,7 +90,7 @@ class LiveView(RunHook):
             self.line("status", text)
         self.spin(text)
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         self.agent = agent
         self.console.print()
         for what, lines in step_lines(agent, step):

@@ -46,6 +46,7 @@ from agent.errors import (
     Submitted,
 )
 from agent.models import Model, ModelResponse
+from agent.record.steps import Limits, Step, Usage
 from envs.sandbox import CommandResult, Sandbox
 
 logger = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class Action:
 
 
 class RunResult(BaseModel):
-    """How a run ended; the trajectory holds the rest (``PGSRecord.from_trajectory``)."""
+    """How a run ended; the trajectory holds the rest (``trajectory.record.pgs_record``)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
     exit_status: str
@@ -170,7 +171,7 @@ class Agent:
         trajectory: Trajectory,
         *,
         function_calling: bool = True,
-        on_step: Callable[[Agent, dict[str, Any]], None] | None = None,
+        on_step: Callable[[Agent, Step], None] | None = None,
         reviewer: Reviewer | None = None,
         base: str | None = None,
     ) -> None:
@@ -218,30 +219,28 @@ class Agent:
             status, submission = "submitted", e.patch
         except LimitReached as e:
             status, submission = f"submitted ({e.status})", self._current_diff()
-            self.traj.info["limit_message"] = str(e)
+            self.traj.info.limit_message = str(e)
             if self.reviewer is not None:  # never submitted unchecked
                 self.reviewer.final_check(submission, e.status)
         except Forfeited:
             status = "exit_forfeit"
         except FormatError as e:
             status, submission = "exit_format", self._current_diff()
-            self.traj.info["error"] = str(e)
+            self.traj.info.error = str(e)
         except KeyboardInterrupt:
             status, submission = "interrupted", self._current_diff()
             raise
         except Exception as e:
             status, submission = "exit_error", self._current_diff()
-            self.traj.info["error"] = f"{type(e).__name__}: {e}"
+            self.traj.info.error = f"{type(e).__name__}: {e}"
             raise
         finally:
             submission = self._without_secrets(submission)
-            self.traj.info.update(
-                exit_status=status,
-                submission=submission,
-                model_stats=self.model.stats.model_dump(),
-                steps=self.steps,
-                duration=round(time.monotonic() - self.started, 3),
-            )
+            info = self.traj.info
+            info.exit_status, info.submission = status, submission
+            info.model_stats = self.model.stats.model_copy()
+            info.steps = self.steps
+            info.duration = round(time.monotonic() - self.started, 3)
             self.traj.history = self.messages
             self.traj.save()
         return RunResult(
@@ -301,7 +300,7 @@ class Agent:
         if self.time_limit:
             elapsed = time.monotonic() - self.started
             self.time_limit = max(self.time_limit, elapsed + seconds)
-        self.traj.info["limits"] = {"steps": self.step_limit, "seconds": round(self.time_limit)}
+        self.traj.info.limits = Limits(steps=self.step_limit, seconds=round(self.time_limit))
 
     def query(self) -> ModelResponse:
         tools = self.toolset.openai_tools() if self.function_calling else None
@@ -383,22 +382,22 @@ class Agent:
             },
         )
         self.add_observation(rendered, action)
-        step = {
-            "action": action.command,
-            "observation": observation,
-            "response": response.content,
-            "thought": action.thought,
-            "execution_time": round(time.monotonic() - start, 4),
-            "state": self.state,
-            "query": self.traj_query(),
-            "tool": action.tool,
-            "exit_code": exit_code,
-            "usage": {
-                "tokens_sent": response.tokens_sent if charged else 0,
-                "tokens_received": response.tokens_received if charged else 0,
-                "cost": response.cost if charged else 0.0,
-            },
-        }
+        step = Step(
+            action=action.command,
+            observation=observation,
+            response=response.content,
+            thought=action.thought,
+            execution_time=round(time.monotonic() - start, 4),
+            state=self.state,
+            query=self.traj_query(),
+            tool=action.tool,
+            exit_code=exit_code,
+            usage=Usage(
+                tokens_sent=response.tokens_sent if charged else 0,
+                tokens_received=response.tokens_received if charged else 0,
+                cost=response.cost if charged else 0.0,
+            ),
+        )
         self.traj.steps.append(step)
         self.traj.history = self.messages
         self.traj.save()
@@ -487,7 +486,7 @@ class Agent:
         found = self.traj.redactor.found(patch)
         if not found:
             return patch
-        self.traj.info["patch_redacted"] = found
+        self.traj.info.patch_redacted = found
         return self.traj.redactor.redact(patch)
 
     def _current_diff(self) -> str:

@@ -1,19 +1,19 @@
 """Trajectories in SWE-agent's ``.traj`` layout, rewritten atomically after every step.
 
-Top level: ``trajectory`` (steps), ``history`` (messages), ``info`` (submission, exit_status,
-model_stats), ``replay_config``; pgs adds ``pgs`` (the Tester's work, once it exists). The
-host's secrets (:mod:`agent.core.secrets`) are redacted from every write.
+The file's layout is :class:`agent.record.trajectory.RunRecord` (``trajectory_format``,
+``trajectory``, ``history``, ``info``, ``replay_config``, ``pgs``, ``attempts``). The host's
+secrets (:mod:`agent.core.secrets`) are redacted from every write.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from agent.core.secrets import Redactor
+from agent.record.trajectory import Info, RunRecord, Step
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -30,32 +30,64 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 class Trajectory:
+    """The run's ``.traj`` file: its :class:`~agent.record.trajectory.RunRecord`, saved
+    atomically, redacted, after every step."""
+
     def __init__(
         self, path: Path, *, replay_config: dict[str, Any], redactor: Redactor | None = None
     ) -> None:
         self.path = path
         #: What every write, and every message to the model, goes through.
         self.redactor = redactor if redactor is not None else Redactor.from_env()
-        self.steps: list[dict[str, Any]] = []
-        self.history: list[dict[str, Any]] = []
-        self.info: dict[str, Any] = {"submission": None, "exit_status": None}
-        self.replay_config = replay_config
-        self.extra: dict[str, Any] = {}
+        self.record = RunRecord(info=Info(submission=None, exit_status=None))
+        self.record.replay_config = replay_config
+
+    @property
+    def steps(self) -> list[Step]:
+        return self.record.trajectory
+
+    @steps.setter
+    def steps(self, steps: list[Step]) -> None:
+        self.record.trajectory = steps
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        return self.record.history
+
+    @history.setter
+    def history(self, history: list[dict[str, Any]]) -> None:
+        self.record.history = history
+
+    @property
+    def info(self) -> Info:
+        return self.record.info
+
+    @info.setter
+    def info(self, info: Info | dict[str, Any]) -> None:
+        self.record.info = info if isinstance(info, Info) else Info.model_validate(info)
+
+    @property
+    def extra(self) -> RunRecord:
+        """The keys beside the steps (``pgs``, ``attempts``), by key: the record itself."""
+        return self.record
+
+    @extra.setter
+    def extra(self, extra: dict[str, Any]) -> None:
+        for key, value in extra.items():
+            self.record[key] = value
+
+    @property
+    def replay_config(self) -> dict[str, Any]:
+        return self.record.replay_config
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "trajectory": self.steps,
-            "history": self.history,
-            "info": self.info,
-            "replay_config": self.replay_config,
-            **self.extra,
-        }
+        data: dict[str, Any] = self.record.model_dump(mode="json")
+        return data
 
     def save(self) -> None:
-        text = json.dumps(self.as_dict(), indent=1, ensure_ascii=False, default=str)
-        write_atomic(self.path, self.redactor.redact(text))
+        write_atomic(self.path, self.redactor.redact(self.record.dumps()))
 
 
-def load(path: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-    return data
+def load(path: Path) -> RunRecord:
+    """The ``.traj`` at ``path``, as written."""
+    return RunRecord.read(path)

@@ -32,8 +32,8 @@ from agent.github.client import (
     problem_statement,
 )
 from agent.github.git import clone, commit_patch, push
-from agent.pgs.records import PGSRecord, ValidationRecord
-from agent.pgs.report import CheckReport
+from agent.record.check import CheckReport
+from agent.record.pgs import PGSRecord, ValidationRecord
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
 from agent.run.outputs import usage
@@ -91,10 +91,10 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
         return "the run produced no patch"
     if result.exit_status != "submitted":
         return f"the run ended with {result.exit_status}, not a submitted patch"
-    redacted = result.trajectory.info.get("patch_redacted")
+    redacted = result.trajectory.info.patch_redacted
     if redacted:
         return f"the patch held the value of {', '.join(redacted)} (written as ***)"
-    pgs = PGSRecord.from_trajectory(result.trajectory)
+    pgs = result.trajectory.record.pgs_record
     if force:
         return None
     if pgs.mode == "none":
@@ -318,7 +318,7 @@ def _final_report(pgs: PGSRecord) -> CheckReport:
 
 def evidence(result: RunResult) -> list[str]:
     """Markdown lines: the Tester's properties and whether they pass, the tests that ran."""
-    pgs = PGSRecord.from_trajectory(result.trajectory)
+    pgs = result.trajectory.record.pgs_record
     if pgs.mode == "none":
         return ["No check ran (`--feedback none`): this patch was not tested by pgs."]
     rounds = pgs.rounds
@@ -426,7 +426,7 @@ def pr_body(issue: Issue, result: RunResult, config: RunConfig) -> str:
 
 
 def comment_body(issue: Issue, result: RunResult) -> str:
-    pgs = PGSRecord.from_trajectory(result.trajectory)
+    pgs = result.trajectory.record.pgs_record
     check = (
         "not checked (`--feedback none`)"
         if pgs.mode == "none"

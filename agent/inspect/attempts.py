@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from agent.errors import InterdiffError
 from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.model import AttemptsView, AttemptView, Diff
-from agent.pgs.selection import AttemptsRecord
+from agent.record.attempts import AttemptsRecord
 
 
 def read_attempts(data: Any) -> AttemptsView | None:

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent.record.check import FailingInput
+from agent.record.pgs import SelectionRecord
+
 DiffLineKind = Literal["context", "added", "removed", "note"]
 
 
@@ -73,7 +76,7 @@ class Usage:
 
 
 @dataclass
-class Step:
+class StepView:
     index: int  # 1-based
     thought: str = ""
     action: str = ""
@@ -95,16 +98,6 @@ class Step:
 
 
 @dataclass
-class FailingInput:
-    example: str | None
-    category: str
-    explicit: bool = False
-    returned: str | None = None
-    exception: str | None = None
-    trace: str | None = None
-
-
-@dataclass
 class Failure:
     """One test that failed in a check: a property or a repository test."""
 
@@ -117,21 +110,6 @@ class Failure:
     inputs: list[FailingInput] = field(default_factory=list)
     #: The failure chosen for the feedback message.
     chosen: bool = False
-
-
-@dataclass
-class Selection:
-    """Which failure was fed back, and why (the fewest input tokens, in property-min)."""
-
-    nodeid: str
-    why: str
-    input: str | None = None
-    tokens: int | None = None
-    counter: str | None = None
-    candidates: int | None = None
-    category: str | None = None
-    chosen_example: str | None = None
-    issue_example: str | None = None
 
 
 @dataclass
@@ -148,7 +126,8 @@ class Round:
     #: pytest's own errors (a file that does not import).
     errors: list[str] = field(default_factory=list)
     passed: int = 0
-    selection: Selection | None = None
+    #: The failure fed back, as the record holds it.
+    selection: SelectionRecord | None = None
     #: The feedback message as the Generator got it (None: none was sent).
     feedback: str | None = None
     verdict: str | None = None
@@ -183,7 +162,7 @@ class Property:
 
 
 @dataclass
-class TesterTurn:
+class TesterTurnView:
     key: str
     why: str | None = None
     files: list[str] = field(default_factory=list)
@@ -193,7 +172,7 @@ class TesterTurn:
 
 
 @dataclass
-class PGSRecord:
+class PGSPanel:
     mode: str | None = None
     verdict: str | None = None
     verdict_reason: str | None = None
@@ -201,7 +180,7 @@ class PGSRecord:
     #: {path: source} of the property files.
     files: dict[str, str] = field(default_factory=dict)
     rounds: list[Round] = field(default_factory=list)
-    tester_turns: list[TesterTurn] = field(default_factory=list)
+    tester_turns: list[TesterTurnView] = field(default_factory=list)
     tester_error: str | None = None
     validation_note: str | None = None
     tester_usage: Usage = field(default_factory=Usage)
@@ -253,7 +232,7 @@ class Trajectory:
     #: pgs, swe-agent, or unknown: which writer's layout the file follows.
     writer: str = "unknown"
     issue: str | None = None
-    steps: list[Step] = field(default_factory=list)
+    steps: list[StepView] = field(default_factory=list)
     exit_status: str | None = None
     #: Limits that ended the run, each in words (step limit, cost limit, ...).
     limits_hit: list[str] = field(default_factory=list)
@@ -264,7 +243,7 @@ class Trajectory:
     usage: Usage = field(default_factory=Usage)
     duration: float | None = None
     model_name: str | None = None
-    pgs: PGSRecord | None = None
+    pgs: PGSPanel | None = None
     #: Why there is no PGS record when that is by design (``--feedback none``).
     pgs_absent: str | None = None
     missing: list[str] = field(default_factory=list)

@@ -30,6 +30,7 @@ from typing import Any
 from agent.core.parsing import parse_text_action
 from agent.errors import FormatError
 from agent.models.script import trajectory_kind, trajectory_replies
+from agent.record.foreign import info_of
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")
 _WRAPPED = re.compile(r"\A<output>\n(.*)</output>\Z", re.S)
@@ -66,9 +67,13 @@ def recorded_replies(traj: dict[str, Any]) -> list[RecordedReply]:
 
 def submission(traj: dict[str, Any]) -> str | None:
     """The recorded final patch (``info.submission``), None when the file has none."""
-    info = traj.get("info")
-    value = info.get("submission") if isinstance(info, dict) else None
-    return value if isinstance(value, str) else None
+    info = info_of(traj)
+    return info.submission if info is not None else None
+
+
+def _exit_status(traj: dict[str, Any]) -> str:
+    info = info_of(traj)
+    return (info.exit_status if info is not None else None) or ""
 
 
 def _index(where: str) -> int:
@@ -85,8 +90,7 @@ def _text(content: Any) -> str:
 
 def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
     messages: list[Any] = traj["messages"]
-    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
-    submitted_run = str((info or {}).get("exit_status", "")) == "Submitted"
+    submitted_run = _exit_status(traj) == "Submitted"
     replies = trajectory_replies(traj)
     out = []
     for n, (where, step) in enumerate(replies):
@@ -147,7 +151,7 @@ def _swe_agent(traj: dict[str, Any]) -> list[RecordedReply]:
     history: list[Any] = traj["history"]
     found = traj.get("trajectory")
     steps: list[Any] = found if isinstance(found, list) else []
-    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    status = _exit_status(traj)
     out = []
     for n, (where, step) in enumerate(trajectory_replies(traj)):
         raw = steps[n] if n < len(steps) and isinstance(steps[n], dict) else {}
@@ -158,7 +162,7 @@ def _swe_agent(traj: dict[str, Any]) -> list[RecordedReply]:
         if isinstance(raw.get("observation"), str):
             reply.output = raw["observation"]
         out.append(reply)
-    if out and "submitted" in str((info or {}).get("exit_status", "")):
+    if out and "submitted" in status:
         last = out[-1]
         last.submitted = bool(last.command and last.command.split()[:1] == ["submit"])
     return out
@@ -167,7 +171,7 @@ def _swe_agent(traj: dict[str, Any]) -> list[RecordedReply]:
 def _pgs(traj: dict[str, Any]) -> list[RecordedReply]:
     history: list[Any] = traj["history"]
     steps = [s for s in traj.get("trajectory") or [] if isinstance(s, dict)]
-    info = traj.get("info") if isinstance(traj.get("info"), dict) else {}
+    status = _exit_status(traj)
     out = []
     taken = 0
     replies = trajectory_replies(traj, "main")
@@ -189,7 +193,6 @@ def _pgs(traj: dict[str, Any]) -> list[RecordedReply]:
         elif n + 1 == len(replies) and not refused and following is None:
             reply.ran = bool(action)
         out.append(reply)
-    status = str((info or {}).get("exit_status", ""))
     if out and status == "submitted":
         out[-1].submitted = True
     return out

@@ -38,9 +38,11 @@ from agent.inspect.fields import (
     read_json,
     read_usage,
 )
-from agent.inspect.model import Round, Step, Trajectory
+from agent.inspect.model import Round, StepView, Trajectory
 from agent.inspect.pgs_record import read_pgs
 from agent.inspect.recording import recorded_replies
+from agent.record.foreign import info_of
+from agent.record.steps import Info, Limits
 
 STEP_KEYS = ("thought", "action", "observation", "execution_time")
 #: ``exit_<name>`` in an exit status, in words.
@@ -89,10 +91,10 @@ def trajectory_from_dict(
     if isinstance(data.get("messages"), list) and "history" not in data:
         return _mini_trajectory(data, path=path, instance_id=instance_id)
     missing: list[str] = []
-    info = data.get("info")
-    if not isinstance(info, dict):
+    info = info_of(data)
+    if info is None:
         missing.append("missing: info (exit status, submission, model stats)")
-        info = {}
+        info = Info()
     replay = as_dict(data.get("replay_config"))
     if "replay_config" not in data and not sub:
         missing.append("missing: replay_config (the run's configuration)")
@@ -139,13 +141,13 @@ def _mini_trajectory(
 ) -> Trajectory:
     """A mini-swe-agent trajectory: steps rebuilt from its messages."""
     missing: list[str] = []
-    info = as_dict(data.get("info"))
-    if not info:
+    info = info_of(data) or Info()
+    if not info.model_fields_set and not info.model_extra:
         missing.append("missing: info (exit status, submission, model stats)")
     name = path.name.removesuffix(".json").removesuffix(".traj") if path else "trajectory"
     traj = Trajectory(
         path=path,
-        instance_id=instance_id or str(data.get("instance_id") or info.get("instance_id") or name),
+        instance_id=instance_id or str(data.get("instance_id") or info.instance_id or name),
         writer="mini-swe-agent",
     )
     messages = data["messages"]
@@ -158,7 +160,7 @@ def _mini_trajectory(
         else:  # refused: what the agent answered
             following = messages[int(reply.where[9:-1]) + 1]
             observation = as_text(following.get("content")) if isinstance(following, dict) else ""
-        step = Step(
+        step = StepView(
             index=n + 1,
             thought=reply.content,
             action=reply.command or "" if reply.ran else "",
@@ -189,20 +191,20 @@ def _tester_conversation(data: dict[str, Any], key: str) -> Trajectory:
     return trajectory_from_dict(data, instance_id=key, sub=True)
 
 
-def _link_rounds(steps: list[Step], rounds: list[Round]) -> None:
+def _link_rounds(steps: list[StepView], rounds: list[Round]) -> None:
     """Pair the submissions, in order, with the rounds that checked them."""
     submits = [s for s in steps if s.tool == "submit" or s.action.strip().split(" ")[0] == "submit"]
     for step, rnd in zip(submits, rounds, strict=False):
         step.round, rnd.step = rnd.number, step.index
 
 
-def _writer(data: dict[str, Any], info: dict[str, Any], replay: dict[str, Any]) -> str:
+def _writer(data: dict[str, Any], info: Info, replay: dict[str, Any]) -> str:
     if "pgs" in data or {"sandbox", "tools"} <= set(replay):
         return "pgs"
     swe_keys = {"swe_agent_version", "swe_agent_hash", "edited_files30"}
     if (
         "environment" in data
-        or swe_keys & set(info)
+        or swe_keys & set(info.model_extra or {})
         or {"env", "problem_statement"} & set(replay)
         or isinstance(data.get("replay_config"), str)
     ):
@@ -210,10 +212,10 @@ def _writer(data: dict[str, Any], info: dict[str, Any], replay: dict[str, Any]) 
     return "unknown"
 
 
-def _instance_id(info: dict[str, Any], replay: dict[str, Any], path: Path | None) -> str:
+def _instance_id(info: Info, replay: dict[str, Any], path: Path | None) -> str:
     problem = as_dict(replay.get("problem_statement"))
     task = as_dict(replay.get("task"))
-    for candidate in (info.get("instance_id"), task.get("instance_id"), problem.get("id")):
+    for candidate in (info.instance_id, task.get("instance_id"), problem.get("id")):
         if candidate:
             return str(candidate)
     return path.stem if path is not None else "trajectory"
@@ -244,10 +246,10 @@ def _issue(replay: dict[str, Any], history: list[Any], missing: list[str]) -> st
     return None
 
 
-def _step(index: int, raw: Any) -> Step:
+def _step(index: int, raw: Any) -> StepView:
     if not isinstance(raw, dict):
-        return Step(index=index, missing=["missing: the step itself (not a JSON object)"])
-    step = Step(
+        return StepView(index=index, missing=["missing: the step itself (not a JSON object)"])
+    step = StepView(
         index=index,
         thought=as_text(raw.get("thought")),
         action=as_text(raw.get("action")),
@@ -279,9 +281,9 @@ def _step(index: int, raw: Any) -> Step:
     return step
 
 
-def _steps_from_history(history: list[Any]) -> list[Step]:
+def _steps_from_history(history: list[Any]) -> list[StepView]:
     """Steps rebuilt from a conversation: each assistant message and the reply that follows."""
-    steps: list[Step] = []
+    steps: list[StepView] = []
     for i, message in enumerate(history):
         if not isinstance(message, dict) or message.get("role") != "assistant":
             continue
@@ -298,7 +300,7 @@ def _steps_from_history(history: list[Any]) -> list[Step]:
             else ""
         )
         content = as_text(message.get("content"))
-        step = Step(
+        step = StepView(
             index=len(steps) + 1,
             thought=as_text(message.get("thought")) or content,
             action=action,
@@ -313,25 +315,25 @@ def _steps_from_history(history: list[Any]) -> list[Step]:
 
 def _read_info(
     traj: Trajectory,
-    info: dict[str, Any],
+    info: Info,
     replay: dict[str, Any],
     missing: list[str],
     path: Path | None,
 ) -> None:
-    status = info.get("exit_status")
+    status = info.exit_status
     if status is None:
         missing.append("missing: info.exit_status (how the run ended)")
     else:
-        traj.exit_status = str(status)
+        traj.exit_status = status
         for name in re.findall(r"exit_(\w+)", traj.exit_status):
             if name in LIMITS:
                 traj.limits_hit.append(LIMITS[name])
-        if traj.limits_hit and info.get("limit_message"):
-            traj.limits_hit[-1] += f": {info['limit_message']}"
-    if info.get("error"):
-        traj.error = str(info["error"])
-    if "submission" in info:
-        traj.submission = parse_diff(as_text(info.get("submission")))
+        if traj.limits_hit and info.limit_message:
+            traj.limits_hit[-1] += f": {info.limit_message}"
+    if info.error:
+        traj.error = info.error
+    if "submission" in info.model_fields_set:
+        traj.submission = parse_diff(info.submission or "")
     else:
         beside = path.with_suffix(".patch") if path is not None else None
         if beside is not None and beside.is_file():
@@ -339,18 +341,20 @@ def _read_info(
             missing.append(f"missing: info.submission (shown: {beside.name} beside the file)")
         else:
             missing.append("missing: info.submission (the final patch)")
-    usage = read_usage(info.get("model_stats"))
+    stats = info.model_stats
+    usage = read_usage(stats.model_dump() if stats is not None else None)
     if usage is None:
         missing.append("missing: info.model_stats (tokens and cost)")
     else:
         traj.usage = usage
-    traj.duration = as_float(info.get("duration"))
+    traj.duration = as_float(info.duration)
     agent = as_dict(replay.get("agent"))
     model = as_dict(replay.get("model")) or as_dict(agent.get("model"))
     traj.model_name = str(model["name"]) if model.get("name") else None
-    limits = as_dict(info.get("limits"))
-    steps = limits.get("steps", agent.get("step_limit"))
-    seconds = limits.get("seconds", agent.get("time_limit"))
+    limits = info.limits or Limits()
+    given = limits.model_fields_set
+    steps = limits.steps if "steps" in given else agent.get("step_limit")
+    seconds = limits.seconds if "seconds" in given else agent.get("time_limit")
     cost = model.get("per_instance_cost_limit")
     calls = model.get("per_instance_call_limit")
     if as_float(steps):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from agent.inspect.model import Batch, BatchRow, Diff, Round, Step, Trajectory, Usage
+from agent.inspect.model import Batch, BatchRow, Diff, Round, StepView, Trajectory, Usage
 
 #: Characters of one text (an observation, a diff, a feedback message) drawn at most.
 MAX_CHARS = 100_000
@@ -100,7 +100,7 @@ def summary_text(traj: Trajectory, position: tuple[int, int] | None = None) -> T
     return out
 
 
-def step_text(traj: Trajectory, step: Step) -> Text:
+def step_text(traj: Trajectory, step: StepView) -> Text:
     """One step: its facts, then thought, action and observation (each said when missing)."""
     out = Text()
     out.append(f"Step {step.index} of {len(traj.steps)}", style="bold")

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent.errors import CostLimitExceeded, UnknownPrice
 from agent.models.prices import LITELLM_MISSING, litellm_installed, litellm_price
+from agent.record.trajectory import ModelStats
 
 __all__ = [
     "DEFAULT_PRICES",
@@ -55,6 +56,7 @@ __all__ = [
     "check_limits",
     "is_context_overflow",
     "is_transient_status",
+    "priced_stats",
     "record_usage",
     "require_price",
 ]
@@ -243,26 +245,12 @@ def _name_variants(name: str) -> list[str]:
 # --------------------------------------------------------------------------- results
 
 
-class ModelStats(BaseModel):
-    """Per-instance usage, written to a trajectory's `info.model_stats`."""
-
-    instance_cost: float = 0.0
-    tokens_sent: int = 0
-    tokens_received: int = 0
-    api_calls: int = 0
-    #: Where the price came from ("config", "table", "litellm"); "unpriced" when no price is
-    #: known and no cost limit is on (the cost then counts 0); None for models that bill
-    #: nothing (human, replay unless priced).
-    price_source: PriceSource | Literal["unpriced"] | None = None
-    #: The price used, (input, output) USD per 1M tokens.
-    price: tuple[float, float] | None = None
-
-    @classmethod
-    def priced(cls, pricing: Pricing | None) -> ModelStats:
-        """Empty stats that name the price they are counted with."""
-        if pricing is None:
-            return cls(price_source="unpriced")
-        return cls(price_source=pricing.source, price=pricing.per_million)
+def priced_stats(pricing: Pricing | None) -> ModelStats:
+    """Empty stats (:class:`agent.record.trajectory.ModelStats`) that name the price they are
+    counted with."""
+    if pricing is None:
+        return ModelStats(price_source="unpriced")
+    return ModelStats(price_source=pricing.source, price=pricing.per_million)
 
 
 class GlobalStats:

@@ -40,12 +40,12 @@ from agent.models.base import (
     GlobalStats,
     ModelConfig,
     ModelResponse,
-    ModelStats,
     Pricing,
     ToolCall,
     check_limits,
     is_context_overflow,
     is_transient_status,
+    priced_stats,
     record_usage,
     require_price,
 )
@@ -103,7 +103,7 @@ class OpenAIModel:
         """What every HTTP model shares: its price (or UnknownPrice), stats, retry backoff."""
         self.config = config
         self.pricing: Pricing | None = require_price(config)
-        self.stats = ModelStats.priced(self.pricing)
+        self.stats = priced_stats(self.pricing)
         self.global_stats = global_stats if global_stats is not None else GlobalStats()
         self.base_url = base_url
         self._key_is_set = bool(os.environ.get(config.api_key_env))

@@ -32,9 +32,9 @@ from typing import Any
 from agent.errors import CheckError
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
 from agent.pgs.guard import SAFE_GIT
-from agent.pgs.records import GuardedChange
-from agent.pgs.report import CheckReport, Coverage, TestResult
 from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd, tail
+from agent.record.check import CheckReport, Coverage, TestResult
+from agent.record.pgs import GuardedChange
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 #: Files pytest reads in every folder from the repository's root down to a test file: each is
@@ -245,7 +245,7 @@ def check_candidate(
     not counted. The related test files a time budget left out of the baseline are left out
     here too, and the report's ``cut`` names them; properties and issue tests always run. With
     a budget the run is stopped at twice the budget, or a minute past it if that is later.
-    The report's ``coverage`` says how much ran (:class:`~agent.pgs.report.Coverage`).
+    The report's ``coverage`` says how much ran (:class:`~agent.record.check.Coverage`).
 
     With ``settings.test_cmd`` the ``baseline`` holds the command's run on the original code
     (:class:`~agent.pgs.baseline.Baseline` runs it like a test file): a command that fails

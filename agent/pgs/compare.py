@@ -7,13 +7,14 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 
 - ``pgs_mode``: ``none`` (the Generator alone), ``io`` (Self-Edit), ``property``,
   ``property-min``;
-- ``pgs_verdict``: ``trajectory["pgs"]["verdict"]`` (``passed``, ``partial``, ``tests-only``,
+- ``pgs_verdict``: ``RunRecord.pgs.verdict`` (``passed``, ``partial``, ``tests-only``,
   ``tests-changed``, ``unchecked``, ``failed``); ``unchecked`` when nothing checked the patch
   (``--feedback none``);
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
-- ``cost``: the Generator's and the Tester's cost together (:func:`agent.pgs.usage.recorded_usage`);
+- ``cost``: the Generator's and the Tester's cost together
+  (:meth:`agent.record.trajectory.RunRecord.usage`);
 - the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
   ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
   shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
@@ -49,9 +50,10 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from agent.errors import ReportError
-from agent.pgs.records import Ablation, FeedbackMode, PGSRecord
+from agent.pgs.selection import prediction_fields as attempts_fields
 from agent.pgs.tokens import SimpleCounter
-from agent.pgs.usage import recorded_usage
+from agent.record.pgs import Ablation, FeedbackMode
+from agent.record.trajectory import RunRecord
 
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
 MODES = ("none", "io", "property", "property-min")
@@ -73,14 +75,17 @@ KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink")
 # -- the fields of one prediction ---------------------------------------------------------------
 
 
-def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) -> dict[str, Any]:
-    """The feedback mode and what it cost, from a ``.traj``'s content (see the module doc).
+def prediction_fields(
+    trajectory: RunRecord | dict[str, Any], *, mode: str | None = None
+) -> dict[str, Any]:
+    """The feedback mode and what it cost, from a ``.traj``'s record (see the module doc).
 
     ``mode``: the run's ``--feedback``, used when the trajectory does not say (a run that
     crashed before the agent started).
     """
-    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
-    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    trajectory = _record(trajectory)
+    pgs = trajectory.pgs_record
+    config = trajectory.replay_config.get("pgs") or {}
     recorded = pgs.mode if "mode" in pgs.model_fields_set else None
     found = recorded or config.get("feedback") or mode or "unknown"
     counter = SimpleCounter()
@@ -91,27 +96,31 @@ def prediction_fields(trajectory: dict[str, Any], *, mode: str | None = None) ->
         "pgs_verdict": pgs.verdict,
         "pgs_rounds": len(feedback),
         "pgs_feedback_tokens": sum(counter.count(text) for text in feedback),
-        "cost": _cost(trajectory),
+        "cost": trajectory.usage()["instance_cost"],
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
-    attempts = trajectory.get("attempts")
-    if isinstance(attempts, dict):  # --attempts: their count, the choice, the total cost
-        from agent.pgs.selection import prediction_fields as attempts_fields
-
-        fields |= attempts_fields(attempts)
+    if trajectory.attempts is not None:  # --attempts: their count, the choice, the total cost
+        fields |= attempts_fields(trajectory.attempts)
     return fields
 
 
-def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablation | None:
+def _record(trajectory: RunRecord | dict[str, Any]) -> RunRecord:
+    return trajectory if isinstance(trajectory, RunRecord) else RunRecord.load(trajectory)
+
+
+def ablation_of(
+    trajectory: RunRecord | dict[str, Any], *, mode: str | None = None
+) -> Ablation | None:
     """A ``.traj``'s full ablation setting: the one its ``pgs`` record holds, else (a run
     written before it was recorded, or one with no reviewer: ``--feedback none``) derived from
     the flags in its ``replay_config``; None when not even the mode is known.
 
     A config from before ``check.shrink`` existed ran with shrinking on in every mode."""
-    pgs = PGSRecord.model_validate(trajectory.get("pgs") or {})
+    trajectory = _record(trajectory)
+    pgs = trajectory.pgs_record
     if pgs.ablation is not None:
         return pgs.ablation
-    config = (trajectory.get("replay_config") or {}).get("pgs") or {}
+    config = trajectory.replay_config.get("pgs") or {}
     recorded = pgs.mode if "mode" in pgs.model_fields_set else None
     found = recorded or config.get("feedback") or mode
     if found not in MODES:
@@ -125,11 +134,6 @@ def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablat
         fresh_probes=config.get("fresh_probes"),
         shrink=found == "property-min" if shrink is None else bool(shrink),
     )
-
-
-def _cost(trajectory: dict[str, Any]) -> float:
-    """The ``instance_cost`` (Generator + Tester) of a ``.traj``'s content."""
-    return recorded_usage(trajectory)["instance_cost"]
 
 
 # -- reading run folders ------------------------------------------------------------------------
@@ -233,16 +237,16 @@ def read_run(folder: Path) -> Run:
     for iid, pred in sorted(preds.items()):
         traj_path = folder / iid / f"{iid}.traj"
         if traj_path.is_file():
-            data = _read_json(traj_path)
             try:
-                fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+                data = RunRecord.load(_read_json(traj_path))
             except ValidationError as e:
                 where = ".".join(str(x) for x in e.errors()[0]["loc"])
                 raise ReportError(
-                    f"{traj_path}: its pgs record does not read (pgs.{where}: "
+                    f"{traj_path}: its record does not read ({where}: "
                     f"{e.errors()[0]['msg']}): is it a pgs trajectory?"
                 ) from None
-            status = (data.get("info") or {}).get("exit_status")
+            fields = prediction_fields(data, mode=pred.get("pgs_mode"))
+            status = data.info.exit_status
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
             wanted = [*FIELDS, *SETTING_FIELDS.values()]
             fields, status = {key: pred.get(key) for key in wanted}, None

@@ -7,10 +7,10 @@ Three steps, one function each:
   SGLang server's ``/tokenize``), else
   :class:`~agent.pgs.tokens.SimpleCounter` (module :mod:`agent.pgs.tokens`, re-exported here).
 - :func:`select_failure` — which failure to show. Property modes choose among every failing
-  INPUT of every failed test (:meth:`agent.pgs.report.TestResult.failing_inputs`: a property whose
+  INPUT of every failed test (:meth:`agent.record.check.TestResult.failing_inputs`: a property whose
   explicit ``@example`` fails holds its generated, shrunk counterexample too). A repository
   test broken by the patch comes first (ground truth outranks a property: soundness before
-  priority), then the first category of :data:`agent.pgs.report.PRIORITY` with a failure
+  priority), then the first category of :data:`agent.record.check.PRIORITY` with a failure
   (property violation, wrong answer, runtime error, timeout). ``property-min`` then picks the
   input with the fewest tokens (the paper's Table 1: the minimal token count is the best
   proxy); ``property`` the first one (an arbitrary failing example, Table 7's "no
@@ -34,7 +34,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.prompts import default_prompt
 from agent.errors import TokenizerUnavailable
-from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 from agent.pgs.tokens import (
     ChosenCounter,
     EndpointCounter,
@@ -47,6 +46,7 @@ from agent.pgs.tokens import (
     get_counter,
     tokenize_url,
 )
+from agent.record.check import PRIORITY, Category, CheckReport, FailingInput, TestResult
 
 __all__ = [
     "IO_TEMPLATE",
@@ -181,7 +181,7 @@ def select_failure(
 
     Property modes choose among every failing INPUT of every failed test (a property whose
     explicit ``@example`` fails also holds its generated, shrunk counterexample): first by rank
-    (a repository test broken by the patch, then :data:`~agent.pgs.report.PRIORITY`), then
+    (a repository test broken by the patch, then :data:`~agent.record.check.PRIORITY`), then
     ``property-min`` by the fewest tokens of input, ``property`` by report order.
 
     When the counter fails part-way (a tokenize server went away), every candidate is counted

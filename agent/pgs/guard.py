@@ -28,8 +28,8 @@ import json
 import posixpath
 import shlex
 
-from agent.pgs.records import GuardedChange
 from agent.pgs.runner import PLUGIN_FILES, install_plugin, plugin_dir
+from agent.record.pgs import GuardedChange
 from envs.sandbox import Sandbox
 
 #: git for pgs's own commands in the sandbox: the repository's hooks and fsmonitor are the

@@ -28,7 +28,7 @@ on the original code passes on the patch and nothing newly fails; ``partial`` wh
 but fewer than half of the related test files ran (a time budget cut the rest); ``tests-only``
 when no issue property took part but the related tests (or regression properties) ran and
 pass; ``unchecked`` when nothing ran; ``failed`` otherwise. Every reason says how much of the
-check ran (:class:`~agent.pgs.report.Coverage`). A patch that changes a test file the check
+check ran (:class:`~agent.record.check.Coverage`). A patch that changes a test file the check
 relies on is ``tests-changed`` where it would have been ``passed``, ``partial`` or
 ``tests-only`` (:func:`flagged`), and the reason names the files, as it names the property
 files the Generator changed. A diff left when a limit ends the run is checked too
@@ -61,9 +61,15 @@ from agent.pgs.feedback import (
     select_failure,
 )
 from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
-from agent.pgs.records import (
+from agent.pgs.related import changed_files, is_test_file, related_tests
+from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
+from agent.pgs.shared import SharedProperties
+from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
+from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
+from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
+from agent.record.check import PARTIAL_BELOW, CheckReport, TestResult
+from agent.record.pgs import (
     Ablation,
-    DroppedProperty,
     FeedbackMode,
     GuardedChange,
     PGSRecord,
@@ -76,13 +82,6 @@ from agent.pgs.records import (
     ValidationRecord,
     Verdict,
 )
-from agent.pgs.related import changed_files, is_test_file, related_tests
-from agent.pgs.report import PARTIAL_BELOW, CheckReport, TestResult
-from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
-from agent.pgs.shared import SharedProperties
-from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
-from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
-from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
 from envs.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -397,8 +396,8 @@ class PGS:
     # -- the record ------------------------------------------------------------------------------
 
     def _sync(self) -> None:
-        """The record into the trajectory, as JSON (written by the trajectory's next save)."""
-        self.traj.extra["pgs"] = self.record.model_dump(mode="json")
+        """The record into the trajectory (written by the trajectory's next save)."""
+        self.traj.record.pgs = self.record
 
     def _save(self) -> None:
         self._sync()
@@ -634,9 +633,8 @@ class PGS:
         )
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
-            dropped_records = [DroppedProperty.model_validate(d.model_dump()) for d in dropped]
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-            dropped_records += [DroppedProperty.model_validate(d) for d in contradicting]
+            dropped_records = [*dropped, *contradicting]
             why_kept = kept_reasons(original, kept, self.problem)
         else:  # the ablation: no filtering of any kind, every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]

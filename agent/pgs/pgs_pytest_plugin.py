@@ -23,7 +23,8 @@ What it does:
   examples left out (Hypothesis stops at a failing explicit example and never generates or
   shrinks), within what is left of the same time limit and with the same settings otherwise,
   and records the generated, shrunk failing input beside the explicit one;
-- writes ``PGS_REPORT`` (a :class:`agent.pgs.report.CheckReport` as JSON) at the end of the session.
+- writes ``PGS_REPORT`` (a :class:`agent.record.check.CheckReport` as JSON) at the end of the
+  session.
 
 Environment: ``PGS_REPORT`` (path; nothing is written without it), ``PGS_MAX_EXAMPLES`` (64),
 ``PGS_SEED`` (an integer; unset: derandomised), ``PGS_KEEP_INPUTS`` (16; ``0``: only the
@@ -54,7 +55,7 @@ whether that is the test's own code, the repository's or outside both, and the i
 repository frame between the test and the raise; see ``pgs_pytest_plugin_results.origin``)
 and ``output``. ``example`` is Hypothesis's shrunk falsifying example on
 one line; for a test stopped by the time limit, the input it was running (not shrunk).
-``examples`` (:class:`agent.pgs.report.FailingInput`) lists every failing input of a failed test:
+``examples`` (:class:`agent.record.check.FailingInput`) lists every failing input of a failed test:
 first the one the fields above describe (what pytest reported), then, after a failing explicit
 example, the generated one if the search found a different failing input, then the other
 distinct inputs the test failed on while Hypothesis generated and shrank (shortest first).
@@ -326,7 +327,7 @@ def _seen_input(example: str, exc: BaseException, root: str) -> dict[str, Any]:
 
 # -- an explicit example hides the minimal counterexample ----------------------------------------
 
-#: The fields of one failing input (``agent.pgs.report.FailingInput``).
+#: The fields of one failing input (``agent.record.check.FailingInput``).
 _INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
 
 

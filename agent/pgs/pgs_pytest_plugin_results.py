@@ -181,7 +181,7 @@ def _where(path: str, test_file: str, root: str, own: set[str]) -> str:
 
 
 def origin(exc: BaseException, test_file: str, root: str) -> dict[str, Any] | None:
-    """Where ``exc`` was raised (:class:`agent.pgs.report.Origin`): the innermost frame outside
+    """Where ``exc`` was raised (:class:`agent.record.check.Origin`): the innermost frame outside
     pytest and Hypothesis, whose code that is, and the innermost repository frame between the
     test's own last frame and the raise (``via``). None: no frame to tell."""
     frames = _frames(exc.__traceback__)

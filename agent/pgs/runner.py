@@ -3,7 +3,7 @@
 Everything runs through a :class:`~envs.sandbox.Sandbox` with pytest and the plugin
 ``agent/pgs/pgs_pytest_plugin.py`` (copied into the sandbox with its companion module
 ``pgs_pytest_plugin_results.py`` by :func:`install_plugin`), which
-writes one JSON :class:`~agent.pgs.report.CheckReport` per run:
+writes one JSON :class:`~agent.record.check.CheckReport` per run:
 
 - :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run,
   with ``settings.seed`` as the Hypothesis seed (``PGS_SEED``; None: derandomised) and
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.pgs.report import TEST_CMD_PREFIX, CheckReport, TestResult
+from agent.record.check import TEST_CMD_PREFIX, CheckReport, TestResult
 from envs.sandbox import Sandbox
 
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.record.pgs import PGSRecord, ValidationRecord
 
 
 @dataclass(frozen=True)

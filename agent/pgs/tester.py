@@ -19,7 +19,7 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model
 from agent.pgs.guard import SAFE_GIT
-from agent.pgs.records import TesterConversation
+from agent.record.pgs import TesterConversation
 from envs.sandbox import Sandbox
 
 PROPERTIES_DIR = ".pgs/properties"

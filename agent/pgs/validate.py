@@ -3,9 +3,10 @@
 :func:`validate_properties` keeps an issue property that fails by its own check (an assertion,
 ``pytest.raises``, ``pytest.fail``), by an exception the issue names that the code under test
 raised (in the repository's code, or in a library the repository's code called: the plugin
-records where each exception was raised, :class:`~agent.pgs.report.Origin`), or by the time
+records where each exception was raised, :class:`~agent.record.check.Origin`), or by the time
 limit when the issue is about a hang; and a regression property that passes. Everything else
-is dropped with its reason (:class:`Dropped`): files that do not import, bad strategies,
+is dropped with its reason (:class:`~agent.record.pgs.DroppedProperty`, the one shape of a
+dropped property, the record's too): files that do not import, bad strategies,
 properties that raise by themselves or by misusing an API (an exception raised in a library
 the property called directly), unmarked tests. :func:`kept_reasons` says why each kept one
 was kept. :func:`drop_contradictions` then drops a regression property
@@ -19,9 +20,8 @@ import ast
 import re
 from collections.abc import Iterator
 
-from pydantic import BaseModel, ConfigDict
-
-from agent.pgs.report import CheckReport, TestResult
+from agent.record.check import CheckReport, TestResult
+from agent.record.pgs import DroppedProperty
 
 #: Exceptions by which Hypothesis says the property, not the code, is at fault.
 BAD_STRATEGY = {"InvalidArgument", "InvalidDefinition", "ResolutionFailed"}
@@ -33,21 +33,13 @@ SLOW_WORDS = re.compile(
 )
 
 
-class Dropped(BaseModel):
-    """A property the soundness filter removed, and why."""
-
-    model_config = ConfigDict(extra="forbid")
-    nodeid: str
-    reason: str
-
-
 def _exception_type(result: TestResult) -> str:
     return (result.exception or "").split(":", 1)[0].strip()
 
 
 def _raised_in_test(result: TestResult) -> bool:
     """True when the exception was raised in the property's own code: by the plugin's
-    :class:`~agent.pgs.report.Origin`, or (older reports) when the innermost frame of the
+    :class:`~agent.record.check.Origin`, or (older reports) when the innermost frame of the
     trace is in the property's own file."""
     if result.origin is not None:
         return result.origin.where == "test"
@@ -180,7 +172,9 @@ def kept_reasons(report: CheckReport, kept: list[str], issue_text: str) -> dict[
     return {n: judge_property(by_id[n], issue_text)[1] for n in kept if n in by_id}
 
 
-def validate_properties(report: CheckReport, issue_text: str) -> tuple[list[str], list[Dropped]]:
+def validate_properties(
+    report: CheckReport, issue_text: str
+) -> tuple[list[str], list[DroppedProperty]]:
     """PGS's soundness filter, on a run of the properties alone against the ORIGINAL code.
 
     Keeps an issue property that fails by its own check (an assertion, ``pytest.raises`` or
@@ -191,18 +185,20 @@ def validate_properties(report: CheckReport, issue_text: str) -> tuple[list[str]
     in report order, and the dropped (:func:`kept_reasons` says why each kept one was kept).
     """
     kept: list[str] = []
-    dropped: list[Dropped] = []
+    dropped: list[DroppedProperty] = []
     for result in report.results:
         keep, reason = judge_property(result, issue_text)
         if keep:
             kept.append(result.nodeid)
         else:
-            dropped.append(Dropped(nodeid=result.nodeid, reason=reason))
+            dropped.append(DroppedProperty(nodeid=result.nodeid, reason=reason))
     known = {r.nodeid for r in report.results}
     for error in report.errors:  # collection errors not already a result (older reports)
         nodeid = error.split(": ", 1)[0]
         if nodeid not in known:
-            dropped.append(Dropped(nodeid=nodeid, reason=f"the file does not import: {error}"))
+            dropped.append(
+                DroppedProperty(nodeid=nodeid, reason=f"the file does not import: {error}")
+            )
     return kept, dropped
 
 
@@ -244,7 +240,7 @@ def _function(nodeid: str) -> str:
 
 def drop_contradictions(
     kept: list[str], original: CheckReport, files: dict[str, str]
-) -> tuple[list[str], list[dict[str, str]]]:
+) -> tuple[list[str], list[DroppedProperty]]:
     """Drop regression properties that assert on an input an issue property states as a case
     of the bug (the same ``@example``): they pin the behaviour the issue asks to change, so
     they would punish the right fix. Returns what stays kept and the dropped, with reasons."""
@@ -256,7 +252,7 @@ def drop_contradictions(
             for case in sorted(examples.get(_function(nodeid), ())):
                 issue_cases.setdefault(case, nodeid)
     out: list[str] = []
-    dropped: list[dict[str, str]] = []
+    dropped: list[DroppedProperty] = []
     for nodeid in kept:
         cases = (
             examples.get(_function(nodeid), set()) if by_id[nodeid].kind == "regression" else set()
@@ -267,7 +263,7 @@ def drop_contradictions(
                 f"contradicts the issue: its example ({shared[0]}) is a case of the bug in "
                 f"{issue_cases[shared[0]]}, where it asserts the original behaviour"
             )
-            dropped.append({"nodeid": nodeid, "reason": reason})
+            dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
         else:
             out.append(nodeid)
     return out, dropped

@@ -24,7 +24,6 @@ properties are read back from its ``.traj``. ``--attempts 1`` (the default) is a
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import uuid
@@ -42,12 +41,13 @@ from agent.errors import InputError
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS, flagged, judge
-from agent.pgs.records import PGSRecord, RoundRecord, Verdict
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.report import CheckReport
-from agent.pgs.selection import AttemptsRecord, Candidate, choose, evidence
+from agent.pgs.selection import choose, evidence
 from agent.pgs.shared import SharedProperties
-from agent.pgs.usage import recorded_usage
+from agent.record.attempts import AttemptsRecord, Candidate
+from agent.record.check import CheckReport
+from agent.record.pgs import RoundRecord, Verdict
+from agent.record.trajectory import RunRecord, Step
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
 from agent.run.outputs import output_paths, write_results
@@ -159,21 +159,20 @@ def remove_attempts(output_dir: Path, instance_id: str) -> None:
             shutil.rmtree(path)
 
 
-def _finished(paths: dict[str, Path]) -> dict[str, Any] | None:
+def _finished(paths: dict[str, Path]) -> RunRecord | None:
     """The ``.traj`` of an attempt that finished (a resume keeps it), else None."""
     try:
-        data = json.loads(paths["traj"].read_text(encoding="utf-8"))
+        data = RunRecord.read(paths["traj"])
     except (OSError, ValueError):
         return None
-    info = data.get("info") if isinstance(data, dict) else None
-    if not isinstance(info, dict) or info.get("exit_status") in UNFINISHED:
+    if data.info.exit_status is None or data.info.exit_status in UNFINISHED:
         return None
     return data if paths["pred"].exists() else None
 
 
-def costs(data: dict[str, Any]) -> tuple[float, float]:
+def costs(data: RunRecord) -> tuple[float, float]:
     """(total, Tester) cost of one attempt's ``.traj``."""
-    spent = recorded_usage(data)
+    spent = data.usage()
     return spent["instance_cost"], spent["tester_cost"]
 
 
@@ -188,7 +187,7 @@ class _AttemptHook(RunHook):
     def on_status(self, text: str) -> None:
         self.hooks.on_status(f"{self.prefix}: {text}")
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         self.hooks.on_step(agent, step)
 
 
@@ -234,7 +233,7 @@ def run_attempts(
     hook = Hooks(hooks)
     hook.on_start(task, config)
     forward = _AttemptHook(hook)
-    done: list[tuple[int, dict[str, Any]]] = []
+    done: list[tuple[int, RunRecord]] = []
     shared: SharedProperties | None = None
     spent, stopped = 0.0, None
     for k in range(1, attempts.count + 1):
@@ -254,10 +253,10 @@ def run_attempts(
                 paths=paths,
                 shared=shared,
             )
-            data = json.loads(paths["traj"].read_text(encoding="utf-8"))
+            data = RunRecord.read(paths["traj"])
         else:
             hook.on_status(f"attempt {k}/{attempts.count}: finished before, kept")
-        record = PGSRecord.model_validate(data.get("pgs") or {})
+        record = data.pgs_record
         if shared is None and config.pgs.feedback != "io":
             shared = SharedProperties.from_record(record, k)
         done.append((k, data))
@@ -275,7 +274,7 @@ def run_attempts(
 def select(
     task: Task,
     config: RunConfig,
-    done: list[tuple[int, dict[str, Any]]],
+    done: list[tuple[int, RunRecord]],
     shared: SharedProperties | None,
     hooks: RunHook,
 ) -> AttemptsRecord:
@@ -301,7 +300,7 @@ def select(
         )
         if shared is None:  # no property set to share: the related tests alone judge
             checker.properties = {}
-        patches = [str((data.get("info") or {}).get("submission") or "") for _, data in done]
+        patches = [data.info.submission or "" for _, data in done]
         repo_tests = None
         if not config.pgs.test_cmd:
             repo_tests = sorted({t for p in patches for t in related_tests(box, changed_files(p))})
@@ -326,10 +325,10 @@ def select(
     )
 
 
-def _alone(k: int, data: dict[str, Any], shared: SharedProperties | None) -> AttemptsRecord:
+def _alone(k: int, data: RunRecord, shared: SharedProperties | None) -> AttemptsRecord:
     """The record of a single attempt: its own last check is the evidence."""
-    own = PGSRecord.model_validate(data.get("pgs") or {})
-    patch = str((data.get("info") or {}).get("submission") or "")
+    own = data.pgs_record
+    patch = data.info.submission or ""
     last = own.rounds[-1] if own.rounds else None
     report = last.report if last is not None and last.report is not None else CheckReport()
     shows_bug = shared.shows_bug if shared is not None else set()
@@ -346,14 +345,13 @@ def _alone(k: int, data: dict[str, Any], shared: SharedProperties | None) -> Att
     )
 
 
-def _about(data: dict[str, Any]) -> dict[str, Any]:
+def _about(data: RunRecord) -> dict[str, Any]:
     """What a candidate records of its own run."""
-    info = data.get("info") or {}
-    own = PGSRecord.model_validate(data.get("pgs") or {})
-    temperature = ((data.get("replay_config") or {}).get("model") or {}).get("temperature")
+    own = data.pgs_record
+    temperature = (data.replay_config.get("model") or {}).get("temperature")
     cost, tester = costs(data)
     return {
-        "exit_status": info.get("exit_status"),
+        "exit_status": data.info.exit_status,
         "own_verdict": own.verdict,
         "cost": cost,
         "tester_cost": tester,
@@ -362,7 +360,7 @@ def _about(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _candidate(
-    checker: PGS, k: int, data: dict[str, Any], patch: str, repo_tests: list[str] | None
+    checker: PGS, k: int, data: RunRecord, patch: str, repo_tests: list[str] | None
 ) -> Candidate:
     about = _about(data)
     checker.checks_run = 0  # every candidate meets the inputs of the same seed
@@ -390,29 +388,22 @@ def _write_chosen(
     task: Task,
     config: RunConfig,
     output_dir: Path,
-    done: list[tuple[int, dict[str, Any]]],
+    done: list[tuple[int, RunRecord]],
     selection: AttemptsRecord,
     hooks: RunHook,
 ) -> RunResult:
     """The main ``.traj`` (the chosen attempt's, with the ``attempts`` record), ``.patch``
     and ``.pred``."""
-    data = dict(dict(done)[selection.chosen or done[0][0]])
+    data = dict(done)[selection.chosen or done[0][0]]
     paths = output_paths(output_dir, task.instance_id)
-    traj = Trajectory(
-        paths["traj"],
-        replay_config=data.pop("replay_config", None) or {},
-        redactor=Redactor.for_config(config),
-    )
-    traj.steps = data.pop("trajectory", None) or []
-    traj.history = data.pop("history", None) or []
-    traj.info = data.pop("info", None) or {}
-    traj.extra = {**data, "attempts": selection.model_dump(mode="json")}
+    traj = Trajectory(paths["traj"], replay_config={}, redactor=Redactor.for_config(config))
+    traj.record = data.model_copy(update={"attempts": selection})
     chosen = next((c for c in selection.candidates if c.attempt == selection.chosen), None)
     submission = chosen.patch if chosen else ""
     result = RunResult(
-        exit_status=str(traj.info.get("exit_status") or "exit_error"),
+        exit_status=traj.info.exit_status or "exit_error",
         submission=submission,
-        steps=int(traj.info.get("steps") or 0),
+        steps=traj.info.steps or 0,
         trajectory=traj,
     )
     write_results(paths, task, config, traj, submission)
@@ -423,10 +414,9 @@ def _write_chosen(
 def summary_lines(trajectory: Trajectory) -> list[str]:
     """What ``pgs run`` prints about the attempts: one line each (status, verdicts, cost),
     the total, the choice and why."""
-    found = trajectory.extra.get("attempts")
-    if not isinstance(found, dict):
+    record = trajectory.record.attempts
+    if record is None:
         return []
-    record = AttemptsRecord.model_validate(found)
     lines = []
     for c in record.candidates:
         mark = "*" if c.attempt == record.chosen else " "

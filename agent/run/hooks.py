@@ -5,9 +5,10 @@
 - ``on_start(task, config)`` once, before anything is prepared;
 - ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
   ``"PGS: ..."``), from the thread that runs the task;
-- ``on_step(agent, step)`` after each step of the Generator (``step``: the ``.traj`` entry);
+- ``on_step(agent, step)`` after each step of the Generator (``step``: the ``.traj`` entry, a
+  :class:`agent.record.trajectory.Step`);
 - ``on_round(record)`` after PGS checked a candidate (``record``: its
-  :class:`~agent.pgs.records.RoundRecord`: the verdict, the failure fed back, the feedback);
+  :class:`~agent.record.pgs.RoundRecord`: the verdict, the failure fed back, the feedback);
 - ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
   (``paths``: :func:`agent.run.outputs.output_paths`). Not called when the run raises.
 
@@ -22,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agent.core.loop import Agent, RunResult
-    from agent.pgs.records import RoundRecord
+    from agent.record.pgs import RoundRecord
+    from agent.record.trajectory import Step
     from agent.run.config import RunConfig
     from agent.run.task import Task
 
@@ -40,7 +42,7 @@ class RunHook:
     def on_status(self, text: str) -> None:
         """What the run is doing now, in a few words."""
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         """The Generator finished a step (``agent.steps`` counts them)."""
 
     def on_round(self, record: RoundRecord) -> None:
@@ -64,7 +66,7 @@ class Hooks(RunHook):
         for hook in self.hooks:
             hook.on_status(text)
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         for hook in self.hooks:
             hook.on_step(agent, step)
 

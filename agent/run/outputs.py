@@ -17,7 +17,6 @@ from agent.core.loop import RunResult
 from agent.core.trajectory import Trajectory, write_atomic
 from agent.errors import InputError, OutputNotWritten
 from agent.pgs.compare import prediction_fields
-from agent.pgs.usage import recorded_usage
 from agent.run.config import RunConfig
 from agent.run.task import Task
 
@@ -106,7 +105,7 @@ def write_results(
         "instance_id": task.instance_id,
         "model_name_or_path": config.model.name,
         "model_patch": submission,
-        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
+        **prediction_fields(traj.record, mode=config.pgs.feedback),
     }
     redact = traj.redactor.redact  # no host secret in any file (agent.core.secrets)
     kept: list[str] = []
@@ -132,5 +131,5 @@ def write_results(
 def usage(result: RunResult) -> dict[str, float]:
     """Tokens and cost of the whole run: the Generator's ``model_stats`` plus every Tester
     turn's (``pgs.tester``, ``pgs.tester_2``, ...), from its trajectory
-    (:func:`agent.pgs.usage.recorded_usage`)."""
-    return recorded_usage(result.trajectory.as_dict())
+    (:meth:`agent.record.trajectory.RunRecord.usage`)."""
+    return result.trajectory.record.usage()

@@ -9,6 +9,8 @@ from agent.models import GlobalStats, ModelConfig, check_priced, get_model
 from agent.pgs.feedback import get_counter
 from agent.pgs.method import PGS
 from agent.pgs.shared import SharedProperties
+from agent.record.base import load
+from agent.record.pgs import PGSRecord
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
 from agent.run.task import Task
@@ -49,7 +51,7 @@ def make_reviewer(
     ``shared``: another attempt's property set, adopted instead of a Tester turn."""
     pgs = config.pgs
     if pgs.feedback == "none":
-        traj.extra["pgs"] = {"mode": "none"}
+        traj.record.pgs = load(PGSRecord, {"mode": "none"})
         return None
 
     def on_review(text: str) -> None:

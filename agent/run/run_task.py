@@ -54,8 +54,8 @@ def run_task(
     redactor = Redactor.for_config(config)
     write_atomic(paths["config"], redactor.redact(config_yaml(config)))  # --config takes it
     traj = Trajectory(paths["traj"], replay_config=replay, redactor=redactor)
-    traj.info["instance_id"] = task.instance_id
-    traj.info["base_commit"] = head_commit(task.repo)
+    traj.info.instance_id = task.instance_id
+    traj.info.base_commit = head_commit(task.repo)
     model = get_model(config.model, global_stats)
     toolset = Toolset.from_paths(
         config.tools.bundles,
@@ -71,7 +71,7 @@ def run_task(
     agent: Agent | None = None
     try:
         base = base_commit(sandbox)
-        traj.info["sandbox_base_commit"] = base
+        traj.info.sandbox_base_commit = base
         hook.on_status("the agent is working")
         reviewer = make_reviewer(
             config, task, sandbox, toolset, traj, global_stats, hook, base, shared
@@ -108,7 +108,7 @@ def _keep_work_after(
     """Write the results of a run the loop ended with ``error`` (its exit status and the diff
     so far are in ``traj.info``); raise :class:`RunFailed` for an error. An interrupt is left
     to propagate: a file that cannot be written then is only a warning."""
-    submission = str(traj.info.get("submission") or "")
+    submission = traj.info.submission or ""
     try:
         write_results(paths, task, config, traj, submission)
     except OutputNotWritten as unwritten:
@@ -117,11 +117,11 @@ def _keep_work_after(
             return
         raise unwritten from error
     if isinstance(error, Exception):
-        status = str(traj.info.get("exit_status") or "exit_error")
+        status = traj.info.exit_status or "exit_error"
         result = RunResult(
             exit_status=status,
             submission=submission,
-            steps=int(traj.info.get("steps") or 0),
+            steps=traj.info.steps or 0,
             trajectory=traj,
         )
         raise RunFailed(error, result, paths["traj"].parent) from error

@@ -37,7 +37,8 @@ from agent.run.hooks import RunHook
 
 if TYPE_CHECKING:
     from agent.core.loop import Agent, RunResult
-    from agent.pgs.records import RoundRecord
+    from agent.record.pgs import RoundRecord
+    from agent.record.trajectory import Step
     from agent.run.config import RunConfig
     from agent.run.task import Task
 
@@ -69,20 +70,20 @@ def fold(text: str, lines: int = FOLD_LINES, *, unit: str = "line") -> list[str]
     return head
 
 
-def step_lines(agent: Agent, step: dict[str, Any]) -> list[tuple[str, list[str]]]:
+def step_lines(agent: Agent, step: Step) -> list[tuple[str, list[str]]]:
     """(what, lines) of a step: the heading, the thought, the action, the observation's head."""
     stats = agent.model.stats
     usage = (
         f"{stats.tokens_sent + stats.tokens_received} tokens, ${stats.instance_cost:.4f}, "
-        f"{step.get('execution_time', 0):.1f}s"
+        f"{step.execution_time or 0:.1f}s"
     )
-    code = step.get("exit_code")
+    code = step.exit_code
     parts: list[tuple[str, list[str]]] = [("step", [f"step {agent.steps} ({usage})"])]
-    thought = str(step.get("thought") or "").strip()
+    thought = step.thought.strip()
     if thought:
         parts.append(("thought", fold(thought, LONG_LINES)))
-    parts.append(("action", fold(str(step.get("action") or ""), LONG_LINES)))
-    observation = str(step.get("observation") or "")
+    parts.append(("action", fold(step.action, LONG_LINES)))
+    observation = step.observation
     head = fold(observation) if observation.strip() else ["(no output)"]
     if code not in (None, 0):
         head.append(f"(exit code {code})")
@@ -219,7 +220,7 @@ class RunLog(RunHook):
     def on_status(self, text: str) -> None:
         trace.info("%s", text)
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
+    def on_step(self, agent: Agent, step: Step) -> None:
         self.agent = agent
         trace.info("%s", _lines_text(step_lines(agent, step)))
 
@@ -240,8 +241,8 @@ def verdict_reason(agent: Agent | None) -> str | None:
     """Why PGS gave its latest verdict, from the run's trajectory."""
     if agent is None:
         return None
-    reason = (agent.traj.extra.get("pgs") or {}).get("verdict_reason")
-    return str(reason) if reason else None
+    pgs = agent.traj.record.pgs
+    return pgs.verdict_reason if pgs is not None and pgs.verdict_reason else None
 
 
 class BatchLog:

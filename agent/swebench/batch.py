@@ -84,6 +84,7 @@ from agent.errors import (
 from agent.models import GlobalStats, model_kind
 from agent.pgs.compare import ablation_of, prediction_fields
 from agent.pgs.method import ablation
+from agent.record.trajectory import Info, RunRecord
 from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
@@ -144,14 +145,14 @@ def infrastructure_failure(error: BaseException) -> str | None:
     return f"{type(error).__name__}: {first}"[:300]
 
 
-def _failed_for_infrastructure(info: dict[str, Any]) -> bool:
+def _failed_for_infrastructure(info: Info) -> bool:
     """A ``.traj``'s ``info`` of a run an infrastructure error ended: marked by the batch, or
     (a ``pgs run``, a batch before the mark) its recorded error names one of :data:`RETRIED`."""
-    if info.get("exit_status") != "exit_error":
+    if info.exit_status != "exit_error":
         return False
-    if info.get("infrastructure") or info.get("mistake"):
+    if info.infrastructure or info.mistake:
         return True
-    name = str(info.get("error") or "").split(":", 1)[0]
+    name = (info.error or "").split(":", 1)[0]
     return name in {cls.__name__ for cls in _classes((*RETRIED, *MISTAKES))}
 
 
@@ -172,25 +173,25 @@ def _is_mistake(error: BaseException) -> bool:
     return isinstance(error, MISTAKES)
 
 
-def _read_traj(traj_path: Path) -> dict[str, Any] | None:
+def _read_traj(traj_path: Path) -> RunRecord | None:
     try:
-        data = json.loads(traj_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        return RunRecord.read(traj_path)
+    except (OSError, ValueError):  # not JSON, or not a trajectory (ValidationError)
         return None
-    return data if isinstance(data, dict) else None
 
 
 def finished_status(traj_path: Path) -> str | None:
     """The exit status recorded in a ``.traj``, or None if it has none (or cannot be read), or
     the run was interrupted or failed for infrastructure (:data:`RETRIED`)."""
-    return _status_of((_read_traj(traj_path) or {}).get("info") or {})
+    data = _read_traj(traj_path)
+    return _status_of(data.info) if data is not None else None
 
 
-def _status_of(info: dict[str, Any]) -> str | None:
-    status = info.get("exit_status")
+def _status_of(info: Info) -> str | None:
+    status = info.exit_status
     if not status or status in UNFINISHED or _failed_for_infrastructure(info):
         return None
-    return str(status)
+    return status
 
 
 def _instances(n: int) -> str:
@@ -203,10 +204,10 @@ def result_setting(config: RunConfig) -> dict[str, Any]:
     return {"model": config.model.name, **ablation(config.pgs).model_dump()}
 
 
-def recorded_setting(data: dict[str, Any]) -> dict[str, Any] | None:
+def recorded_setting(data: RunRecord) -> dict[str, Any] | None:
     """:func:`result_setting` of the run a ``.traj`` holds; None when it does not say (a run
     that crashed before the agent started)."""
-    model = ((data.get("replay_config") or {}).get("model") or {}).get("name")
+    model = (data.replay_config.get("model") or {}).get("name")
     setting = ablation_of(data)
     if not model or setting is None:
         return None
@@ -321,9 +322,9 @@ class Batch:
         for instance in self.instances:
             paths = output_paths(self.output_dir, instance.instance_id)
             data = None if self.redo else _read_traj(paths["traj"])
-            if data is not None and _failed_for_infrastructure(data.get("info") or {}):
+            if data is not None and _failed_for_infrastructure(data.info):
                 retried.append(instance.instance_id)
-            if data is not None and _status_of(data.get("info") or {}):
+            if data is not None and _status_of(data.info):
                 self._check_setting(paths["traj"], data, wanted)
                 skipped.append(instance.instance_id)
                 pred = self.preds.get(instance.instance_id)
@@ -339,7 +340,7 @@ class Batch:
                 todo.append(instance)
         return todo, skipped, retried
 
-    def _check_setting(self, traj: Path, data: dict[str, Any], wanted: dict[str, Any]) -> None:
+    def _check_setting(self, traj: Path, data: RunRecord, wanted: dict[str, Any]) -> None:
         found = recorded_setting(data)
         if found is None or found == wanted:
             return
@@ -396,10 +397,7 @@ class Batch:
     def prediction(self, instance: Instance, patch: str) -> dict[str, Any]:
         """The harness's three keys, plus the feedback mode and its cost from the ``.traj``."""
         traj_path = output_paths(self.output_dir, instance.instance_id)["traj"]
-        try:
-            data = json.loads(traj_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            data = {}
+        data = _read_traj(traj_path) or RunRecord()
         return {
             "instance_id": instance.instance_id,
             "model_name_or_path": self.config.model.name,
@@ -445,24 +443,17 @@ class Batch:
         if isinstance(error, RunFailed) and isinstance(error.__cause__, Exception):
             error = error.__cause__  # the files are written; the error is what ended the run
         message = f"{type(error).__name__}: {error}"
-        data: dict[str, Any] = {}
-        if paths["traj"].exists():  # the agent ran and saved its state before the crash
-            try:
-                data = json.loads(paths["traj"].read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
-                data = {}
-        info = data.setdefault("info", {})
-        info.update(exit_status="exit_error", error=message, instance_id=instance.instance_id)
+        # the agent ran and saved its state before the crash, or nothing is there yet
+        data = _read_traj(paths["traj"]) or RunRecord()
+        info = data.info
+        info.exit_status, info.error, info.instance_id = "exit_error", message, instance.instance_id
         if isinstance(error, RETRIED):  # not finished: resume runs it again
-            info["infrastructure"] = True
+            info.infrastructure = True
         if isinstance(error, MISTAKES):  # the same: the command's, not the instance's
-            info["mistake"] = True
-        patch = str(info.get("submission") or "")
-        info["submission"] = patch
-        data.setdefault("trajectory", [])
-        data.setdefault("history", [])
-        data.setdefault("replay_config", {})
-        self.write(paths["traj"], json.dumps(data, indent=1, default=str))
+            info.mistake = True
+        patch = info.submission or ""
+        info.submission = patch
+        self.write(paths["traj"], data.dumps())
         patch = self.redactor.redact(patch)
         self.write(paths["patch"], patch)
         return patch  # run_one writes the .pred
@@ -601,11 +592,11 @@ class Batch:
 
     def _failed_on_mistake(self, instance_id: str) -> bool:
         """The ``.traj`` of ``instance_id`` says a mistake in the command ended it."""
-        info = (_read_traj(output_paths(self.output_dir, instance_id)["traj"]) or {}).get("info")
-        if not isinstance(info, dict):
+        data = _read_traj(output_paths(self.output_dir, instance_id)["traj"])
+        if data is None:
             return False
-        name = str(info.get("error") or "").split(":", 1)[0]
-        return bool(info.get("mistake")) or name in {c.__name__ for c in _classes(MISTAKES)}
+        name = (data.info.error or "").split(":", 1)[0]
+        return bool(data.info.mistake) or name in {c.__name__ for c in _classes(MISTAKES)}
 
     def _claim(self, instance: Instance) -> contextlib.ExitStack | str:
         """Hold ``instance`` in the output folder for its run (:func:`agent.core.locks.claim`);
@@ -705,10 +696,10 @@ class Batch:
     def _mark_interrupted(self, instance: Instance) -> None:
         """The ``.traj`` of a run cut by the second interrupt says so: a resume runs it again."""
         path = output_paths(self.output_dir, instance.instance_id)["traj"]
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            data.setdefault("info", {})["exit_status"] = "interrupted"
-            self.write(path, json.dumps(data, indent=1))
+        with contextlib.suppress(OSError, ValueError):
+            data = RunRecord.read(path)
+            data.info.exit_status = "interrupted"
+            self.write(path, data.dumps())
 
     def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""

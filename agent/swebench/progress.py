@@ -10,7 +10,6 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from rich.console import Group
 from rich.table import Table
@@ -18,6 +17,7 @@ from rich.text import Text
 
 from agent.core.loop import Agent
 from agent.models import GlobalStats
+from agent.record.trajectory import Step
 from agent.run.hooks import RunHook
 
 
@@ -69,7 +69,7 @@ class SlotHook(RunHook):
         with self.progress.lock:
             self.progress.slots[self.slot] = (self.instance_id, text)
 
-    def on_step(self, agent: Agent, step: dict[str, Any]) -> None:
-        action = agent.traj.redactor.redact(step.get("action") or "")
+    def on_step(self, agent: Agent, step: Step) -> None:
+        action = agent.traj.redactor.redact(step.action)
         action = action.splitlines()[0][:70] if action else ""
         self.on_status(f"step {agent.steps} | {action}")

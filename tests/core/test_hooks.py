@@ -11,7 +11,7 @@ import pytest
 
 from agent.core.loop import Agent, RunResult
 from agent.models.scripted import ScriptedServer
-from agent.pgs.records import RoundRecord
+from agent.record.pgs import RoundRecord
 from agent.run.config import RunConfig, load_config
 from agent.run.hooks import Hooks, RunHook
 from agent.run.run_task import run_task
@@ -120,3 +120,21 @@ def test_hooks_are_called_in_order_and_an_error_in_one_ends_the_run(tmp_path: Pa
     with pytest.raises(RuntimeError, match="the hook says stop"):
         local_run(tmp_path, FIX, [Stop(), done])
     assert "done" not in done.kinds()
+
+
+def test_a_hook_gets_each_step_as_the_typed_record_the_traj_holds(tmp_path: Path) -> None:
+    from agent.record.trajectory import RunRecord, Step
+
+    class Steps(RunHook):
+        def __init__(self) -> None:
+            self.steps: list[Step] = []
+
+        def on_step(self, agent: Agent, step: Step) -> None:
+            self.steps.append(step)
+
+    hook = Steps()
+    _, _, result = local_run(tmp_path, FIX, [hook])
+    assert all(isinstance(s, Step) for s in hook.steps) and len(hook.steps) == 3
+    assert "sed -i" in hook.steps[1].action and hook.steps[1].exit_code == 0
+    written = RunRecord.read(result.trajectory.path)
+    assert written.version == "pgs-1" and written.trajectory == hook.steps

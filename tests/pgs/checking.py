@@ -3,8 +3,8 @@ helpers that write properties, apply a patch or commit files in a sandbox."""
 
 from __future__ import annotations
 
-from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings
+from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox
 from tests.support.example_repos import ExampleRepo
 

@@ -17,9 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.cli import main
-from agent.pgs.records import Verdict
-from agent.pgs.report import CheckReport, TestResult
-from agent.pgs.selection import VERDICT_ORDER, AttemptsRecord, Candidate, choose, evidence
+from agent.pgs.selection import VERDICT_ORDER, choose, evidence
+from agent.record.attempts import AttemptsRecord, Candidate
+from agent.record.check import CheckReport, TestResult
+from agent.record.pgs import Verdict
 from tests.support.textutil import cli_error
 
 ISSUE_PROP = ".pgs/properties/test_median.py::test_median_of_even_count"

@@ -18,7 +18,7 @@ import pytest
 
 from agent.cli import main
 from agent.models.scripted import ScriptedServer
-from agent.pgs.selection import AttemptsRecord
+from agent.record.attempts import AttemptsRecord
 
 REPOS = os.environ.get("PGS_SWEBENCH_REPOS")
 pytestmark = [

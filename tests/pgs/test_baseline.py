@@ -14,7 +14,7 @@ from agent.pgs.related import (
     changed_files,
     related_tests,
 )
-from agent.pgs.report import CheckReport, TestResult
+from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox
 from tests.pgs.checking import (
     SETTINGS,

@@ -12,7 +12,7 @@ from agent.pgs.related import (
     changed_files,
     related_tests,
 )
-from agent.pgs.report import CheckReport
+from agent.record.check import CheckReport
 from envs.docker_sandbox import DockerSandbox
 from tests.pgs.checking import (
     SETTINGS,

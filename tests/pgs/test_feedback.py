@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from agent.errors import TokenizerUnavailable
 from agent.pgs import feedback
 from agent.pgs.feedback import MAX_TRACE_LINES, failure_input, render_feedback, select_failure
-from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 from agent.pgs.tokens import SimpleCounter
+from agent.record.check import PRIORITY, Category, CheckReport, FailingInput, TestResult
 
 SIMPLE = SimpleCounter()
 

@@ -14,8 +14,8 @@ import pytest
 
 from agent.pgs.check import original_tests
 from agent.pgs.guard import PropertyGuard
-from agent.pgs.records import GuardedChange
 from agent.pgs.runner import plugin_dir
+from agent.record.pgs import GuardedChange
 from envs.local import LocalSandbox
 from tests.repos import git, make_repo
 

@@ -16,9 +16,9 @@ import pytest
 from agent.core.trajectory import Trajectory
 from agent.pgs.feedback import failure_input, select_failure
 from agent.pgs.method import PGS, PGSConfig
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
+from agent.record.check import CheckReport
 from envs.local import LocalSandbox, LocalSandboxConfig
 
 SETTINGS = CheckSettings(python=sys.executable, test_timeout=10)

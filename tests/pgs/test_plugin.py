@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from agent.pgs import pgs_pytest_plugin_results as plugin_results
 from agent.pgs.feedback import render_feedback, select_failure
-from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
+from agent.record.check import CheckReport, TestResult
 from envs.local import LocalSandbox, LocalSandboxConfig
 
 #: The search after an explicit example alone: no other failing inputs kept (tests/pgs/

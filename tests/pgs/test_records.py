@@ -20,7 +20,7 @@ from agent.core.loop import RunResult
 from agent.core.trajectory import Trajectory
 from agent.github.pr import evidence, refusal
 from agent.pgs.compare import prediction_fields
-from agent.pgs.records import (
+from agent.record.pgs import (
     PGSRecord,
     RoundRecord,
     TesterConversation,

@@ -16,9 +16,9 @@ import pytest
 
 from agent.pgs.feedback import select_failure
 from agent.pgs.method import PGSConfig, ablation, shrinks
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
+from agent.record.check import CheckReport
 from envs.local import LocalSandbox
 
 PATH = ".pgs/properties/test_median.py"

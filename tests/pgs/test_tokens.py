@@ -22,8 +22,8 @@ from agent.models import ModelConfig
 from agent.models.scripted import ScriptedServer
 from agent.pgs import tokens
 from agent.pgs.feedback import select_failure
-from agent.pgs.report import CheckReport, TestResult
 from agent.pgs.tokens import SimpleCounter, get_counter
+from agent.record.check import CheckReport, TestResult
 
 SIMPLE = SimpleCounter()
 

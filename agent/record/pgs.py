@@ -2,8 +2,8 @@
 
 :class:`agent.pgs.method.PGS` builds the record and writes it with ``model_dump(mode="json")``;
 every other module reads it with :meth:`PGSRecord.model_validate` (or
-:meth:`PGSRecord.from_trajectory`), never by key. The JSON is the one written before these
-models existed, key for key:
+:attr:`agent.record.trajectory.RunRecord.pgs_record`), never by key. The JSON is the one written
+before these models existed, key for key:
 
 - ``mode``, ``verdict``, ``verdict_reason``; ``tester_error`` only when the Tester failed;
 - ``ablation``: the run's full ablation setting (:class:`Ablation`; left out by runs written
@@ -28,42 +28,21 @@ without PGS). Keys the old records left out until they had a value are left out 
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-)
+from pydantic import Field
 
-from agent.core.trajectory import Trajectory
-from agent.pgs.report import CheckReport, FailingInput, TestResult
+from agent.record.base import Record, load
+from agent.record.check import CheckReport, FailingInput, TestResult
+from agent.record.steps import Info, Step
 
 FeedbackMode = Literal["none", "io", "property", "property-min"]
 #: Best first. ``partial``: ``passed`` on fewer than half of the related test files
-#: (:data:`agent.pgs.report.PARTIAL_BELOW`); ``tests-changed``: the patch changes a test file
+#: (:data:`agent.record.check.PARTIAL_BELOW`); ``tests-changed``: the patch changes a test file
 #: the check relies on (which ran as at the base commit).
 Verdict = Literal["passed", "partial", "tests-only", "tests-changed", "unchecked", "failed"]
 #: The keys of the Tester's conversations in a record: ``tester``, ``tester_2``, ...
 CONVERSATION_KEY = re.compile(r"tester(_\d+)?")
-
-
-class Record(BaseModel):
-    """A part of the PGS record: extra keys kept, fields in :attr:`omitted_when_empty` left
-    out of the JSON while None (or an empty list), as the dict records did."""
-
-    model_config = ConfigDict(extra="allow")
-    omitted_when_empty: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _leave_out_empty(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in self.omitted_when_empty:
-            if name in data and (data[name] is None or data[name] == []):
-                del data[name]
-        return data
 
 
 class DroppedProperty(Record):
@@ -110,9 +89,9 @@ class TesterConversation(Record):
 
     __test__ = False  # not a pytest test class
 
-    trajectory: list[dict[str, Any]] = Field(default_factory=list)
+    trajectory: list[Step] = Field(default_factory=list)
     history: list[dict[str, Any]] = Field(default_factory=list)
-    info: dict[str, Any] = Field(default_factory=dict)
+    info: Info = Field(default_factory=Info)
 
 
 class ProbeRecord(Record):
@@ -135,6 +114,16 @@ class SelectionRecord(Record):
     candidates: int | None = None
     why: str = ""
     issue_example: str | None = None
+
+    @property
+    def nodeid(self) -> str:
+        """The node id of the failure fed back (``?`` when the record does not say)."""
+        return self.result.nodeid if self.result is not None else "?"
+
+    @property
+    def chosen_example(self) -> str | None:
+        """The chosen failing input as Hypothesis reports it."""
+        return self.chosen.example if self.chosen is not None else None
 
 
 class GuardedChange(Record):
@@ -276,11 +265,6 @@ class PGSRecord(Record):
         "adopted (no Tester turn of its own); None: its own Tester's",
     )
 
-    @classmethod
-    def from_trajectory(cls, trajectory: Trajectory) -> PGSRecord:
-        """The record of a run (a default one, mode ``none``, when it has none)."""
-        return cls.model_validate(trajectory.extra.get("pgs") or {})
-
     def feedback_rounds(self) -> list[RoundRecord]:
         """The rounds that sent feedback to the Generator."""
         return [r for r in self.rounds if r.feedback]
@@ -288,7 +272,7 @@ class PGSRecord(Record):
     def conversations(self) -> dict[str, TesterConversation]:
         """The Tester's conversations by key (``tester``, ``tester_2``, ...)."""
         return {
-            key: TesterConversation.model_validate(value)
+            key: load(TesterConversation, value)
             for key, value in (self.model_extra or {}).items()
             if CONVERSATION_KEY.fullmatch(key) and isinstance(value, dict)
         }

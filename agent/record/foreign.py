@@ -1,0 +1,223 @@
+"""Other agents' trajectories as a :class:`~agent.record.trajectory.RunRecord`, saying what
+they lacked: :func:`convert`.
+
+- pgs (``trajectory_format`` ``pgs-<n>``, or a ``pgs`` key, or a ``replay_config`` with
+  ``sandbox`` and ``tools``): read as it is;
+- SWE-agent 0.x and 1.x: the same layout (``trajectory``, ``history``, ``info``,
+  ``replay_config``), with 1.x's ``replay_config`` a JSON string and 0.x's step ``state`` one
+  too; an older or partial file loads with what it has;
+- mini-swe-agent 1.x (``mini-swe-agent-1``) and 2.x (``-1.1``): ``info`` and ``messages``; the
+  messages become the ``history`` and each assistant message a step (its reply, the command
+  it ran as its ``extra.actions``, tool call or bash block say, the next message as the
+  observation with its exit code).
+
+Nothing here raises on a damaged file that is still a JSON object: every part that is absent,
+or present but unreadable (a value of the wrong type), becomes a sentence ``"missing: <what>"``
+in :attr:`RunRecord.missing` and the record goes without it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.record.pgs import PGSRecord
+from agent.record.steps import Info
+from agent.record.trajectory import RunRecord, Writer
+
+#: What the most important parts hold, named in their missing notes.
+PARTS = {
+    "info": "info (exit status, submission, model stats)",
+    "history": "history (the conversation)",
+    "trajectory": "trajectory (the steps)",
+    "replay_config": "replay_config (the run's configuration)",
+}
+_RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>")
+_BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
+#: Keys only SWE-agent writes in ``info``.
+_SWE_AGENT_INFO = {"swe_agent_version", "swe_agent_hash", "edited_files30"}
+
+
+def writer_of(data: dict[str, Any]) -> Writer:
+    """Which agent wrote ``data``'s layout."""
+    version = data.get("trajectory_format")
+    if isinstance(version, str) and version.startswith("mini-swe-agent"):
+        return "mini-swe-agent"
+    if isinstance(data.get("messages"), list) and "history" not in data:
+        return "mini-swe-agent"
+    replay = data.get("replay_config")
+    replay_keys = set(replay) if isinstance(replay, dict) else set()
+    if isinstance(version, str) and version.startswith("pgs-"):
+        return "pgs"
+    if "pgs" in data or {"sandbox", "tools"} <= replay_keys:
+        return "pgs"
+    info = data.get("info")
+    info_keys = set(info) if isinstance(info, dict) else set()
+    if (
+        "environment" in data
+        or _SWE_AGENT_INFO & info_keys
+        or {"env", "problem_statement"} & replay_keys
+        or isinstance(replay, str)
+    ):
+        return "swe-agent"
+    return "unknown"
+
+
+def convert(data: dict[str, Any]) -> RunRecord:
+    """``data`` (a parsed trajectory of any writer) as a record; see the module doc."""
+    writer = writer_of(data)
+    missing: list[str] = []
+    data = _from_mini(data, missing) if writer == "mini-swe-agent" else _from_swe_agent(data)
+    for key, what in PARTS.items():
+        if key not in data and not (key == "replay_config" and writer == "mini-swe-agent"):
+            missing.append(f"missing: {what}")
+    record = _tolerant(data, missing)
+    info = record.info
+    if info.exit_status is None:
+        missing.append("missing: info.exit_status (how the run ended)")
+    if "submission" not in info.model_fields_set:
+        missing.append("missing: info.submission (the final patch)")
+    if info.model_stats is None and not any("info.model_stats" in m for m in missing):
+        missing.append("missing: info.model_stats (tokens and cost)")
+    record.writer, record.missing = writer, missing
+    return record
+
+
+def info_of(data: dict[str, Any]) -> Info | None:
+    """A trajectory's ``info`` (any writer's) as it reads, a value that does not read left out
+    (``model_fields_set`` says what the file held); None when it has no ``info`` object."""
+    found = data.get("info")
+    if not isinstance(found, dict):
+        return None
+    return _tolerant({"info": found}, []).info
+
+
+def read_pgs_record(data: dict[str, Any]) -> tuple[PGSRecord, list[str]]:
+    """A ``pgs`` record as it reads: every value that does not is dropped and named (``missing:
+    pgs.<where> (unreadable: ...)``)."""
+    missing: list[str] = []
+    record = _tolerant({"pgs": data}, missing)
+    return record.pgs_record, missing
+
+
+def _tolerant(data: dict[str, Any], missing: list[str]) -> RunRecord:
+    """``data`` as a record, every value that does not read dropped and named in ``missing``."""
+    data = json.loads(json.dumps(data, default=str))  # a copy that may be cut
+    for _ in range(1000):  # each pass drops at least one value
+        try:
+            return RunRecord.load(data)
+        except ValidationError as e:
+            error = e.errors()[0]  # one at a time: a union's branches name one place twice
+            where = _drop(data, list(error["loc"]))
+            if where is None:
+                break
+            missing.append(f"missing: {where} (unreadable: {error['msg']})")
+    missing.append("missing: everything (the file does not read as a trajectory)")
+    return RunRecord()
+
+
+def _drop(data: Any, loc: list[Any]) -> str | None:
+    """Remove the deepest value on the path ``loc`` that is there (a validation error's place,
+    whose last parts may name a union's branch); where it was, or None."""
+    parent: Any = None
+    key: Any = None
+    target = data
+    path: list[str] = []
+    for part in loc:
+        found = (isinstance(target, dict) and part in target) or (
+            isinstance(target, list) and isinstance(part, int) and 0 <= part < len(target)
+        )
+        if not found:
+            break
+        parent, key, target = target, part, target[part]
+        path.append(str(part))
+    if parent is None:
+        return None
+    del parent[key]
+    return ".".join(path)
+
+
+def _from_swe_agent(data: dict[str, Any]) -> dict[str, Any]:
+    """SWE-agent's strings of JSON (1.x's ``replay_config``, 0.x's step ``state``) parsed."""
+    out = dict(data)
+    replay = out.get("replay_config")
+    if isinstance(replay, str):
+        out["replay_config"] = _json_object(replay) or {"text": replay}
+    steps = out.get("trajectory")
+    if isinstance(steps, list):
+        out["trajectory"] = [_swe_agent_step(s) for s in steps]
+    return out
+
+
+def _swe_agent_step(step: Any) -> Any:
+    if not isinstance(step, dict) or not isinstance(step.get("state"), str):
+        return step
+    state = step["state"]
+    parsed = _json_object(state)
+    return {**step, "state": parsed if parsed is not None else {"state": state.strip()}}
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _from_mini(data: dict[str, Any], missing: list[str]) -> dict[str, Any]:
+    """mini-swe-agent's messages as the history, each assistant message a step."""
+    messages = [m for m in data.get("messages") or [] if isinstance(m, dict)]
+    out = {k: v for k, v in data.items() if k != "messages"}
+    out["history"] = messages
+    steps = []
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        content = _text(message.get("content"))
+        following = messages[i + 1] if i + 1 < len(messages) else {}
+        observation = _text(following.get("content"))
+        extra = following.get("extra")
+        code = extra.get("returncode") if isinstance(extra, dict) else None
+        found = _RETURNCODE.match(observation)
+        if code is None and found:
+            code = int(found.group(1))
+        steps.append(
+            {
+                "action": _mini_command(message, content) or "",
+                "observation": observation,
+                "response": content,
+                "thought": content,
+                "exit_code": code if isinstance(code, int) else None,
+            }
+        )
+    out["trajectory"] = steps
+    missing.append("missing: execution_time (mini-swe-agent does not record it)")
+    return out
+
+
+def _mini_command(message: dict[str, Any], content: str) -> str | None:
+    """The command of a mini-swe-agent reply: 2.x's recorded action, a tool call, a bash block."""
+    extra = message.get("extra")
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
+        return str(actions[0].get("command", "")).strip()
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+        function = calls[0].get("function") or {}
+        arguments = _json_object(str(function.get("arguments") or ""))
+        if arguments is not None and "command" in arguments:
+            return str(arguments["command"])
+    blocks = _BASH_BLOCK.findall(content)
+    return blocks[0].strip() if len(blocks) == 1 else None
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
