@@ -98,7 +98,7 @@ def _reap_once(folder: Path) -> None:
 def reap_at_startup() -> None:
     """Remove the trees of ended owners where pgs makes them: ``$TMPDIR`` and the cache's
     build folder (clones and build contexts of repository images)."""
-    from envs.images.common import cache_dir
+    from envs.images.build import cache_dir
 
     for folder in (Path(tempfile.gettempdir()), cache_dir() / "build"):
         _reap_once(folder.resolve())

@@ -67,8 +67,8 @@ from agent.core.run import (
 from agent.core.trajectory import write_atomic
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
-from agent.pgs.method import ablation
 from agent.pgs.records import FeedbackMode
+from agent.pgs.reviewer import ablation
 from agent.swebench import load_instances, parse_python_map, select
 from agent.swebench.batch import Batch, finished_status
 from agent.swebench.executors import add_executor_flags, make_executor

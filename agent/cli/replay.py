@@ -3,8 +3,8 @@ by reply where pgs handled them unlike the recording.
 
 The recording is a SWE-agent ``.traj``, a mini-swe-agent trajectory or a pgs ``.traj``
 (:mod:`agent.inspect.recording`). Its replies are the replay model's script
-(:mod:`agent.models.script`); the run takes the recording agent's conventions unless flags say
-otherwise: mini-swe-agent's (only ```bash blocks, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
+(:mod:`agent.models.script_format`); the run takes the recording agent's conventions unless flags
+say otherwise: mini-swe-agent's (only ```bash blocks, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
 submits, 10,000 characters kept as head and tail) or SWE-agent's (the last block, its
 ``<response clipped>`` cut at 100,000), or the pgs run's own agent and tools sections. The
 Tester is off (``--feedback none``): the replies are the Generator's.
@@ -38,7 +38,7 @@ from agent.core.parsing import interactive_refusal
 from agent.core.run import InputError, Task, check_repo, output_paths, run_task
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
 from agent.inspect.trajectory import trajectory_from_dict
-from agent.models.script import trajectory_kind, trajectory_replies
+from agent.models.script_format import trajectory_kind, trajectory_replies
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
 from agent.swebench.batch import Batch
 from agent.swebench.executors import make_executor

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.core.loop import AgentConfig
 from agent.models import ModelConfig
-from agent.pgs.method import PGSConfig
+from agent.pgs.reviewer import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError

@@ -15,7 +15,7 @@ one ``pgs: error:`` line and exits with 2, or 3 for :data:`INFRASTRUCTURE_ERRORS
     ModelError           the model's API                  agent.models
     ToolConfigError      a tool bundle's config           agent.core.tools
     ToolInstallError     a tool bundle's install.sh       agent.core.tools
-    ScriptError          a scripted model's script        agent.models.script
+    ScriptError          a scripted model's script        agent.models.script_format
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agent.core.config import ConfigError
 from agent.core.run import InputError, OutputNotWritten
 from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.models import ModelError
-from agent.models.script import ScriptError
+from agent.models.script_format import ScriptError
 from envs.errors import INFRASTRUCTURE_ERRORS as ENV_INFRASTRUCTURE_ERRORS
 from envs.errors import EnvError
 

@@ -196,7 +196,8 @@ class Agent:
         self.on_step = on_step
         self.reviewer = reviewer
         self.messages: list[dict[str, Any]] = []
-        self.env: dict[str, str] = {}
+        #: The environment of every tool call: the toolset's variables, set up by :meth:`setup`.
+        self.tool_env: dict[str, str] = {}
         self.state: dict[str, Any] = {}
         self.steps = 0
         self.format_errors = 0
@@ -259,7 +260,9 @@ class Agent:
 
     def setup(self, problem_statement: str) -> None:
         # PROBLEM_STATEMENT: read by SWE-agent's review-on-submit tools.
-        self.env = self.toolset.install(self.sandbox, env={"PROBLEM_STATEMENT": problem_statement})
+        self.tool_env = self.toolset.install(
+            self.sandbox, env={"PROBLEM_STATEMENT": problem_statement}
+        )
         values = {
             "repo_path": self.sandbox.repo_path,
             "problem_statement": problem_statement,
@@ -375,7 +378,7 @@ class Agent:
                 self.config.truncation,
                 dropped=_dropped(result),
             )
-        self.state = self.toolset.state(self.sandbox, self.env, session=self.session)
+        self.state = self.toolset.state(self.sandbox, self.tool_env, session=self.session)
         rendered = self.render(
             self.config.observation_template,
             {
@@ -428,8 +431,8 @@ class Agent:
     def _run(self, command: str) -> CommandResult:
         timeout = self.config.command_timeout
         if self.session is None:  # (a sandbox of a user's own may not know sessions)
-            return self.sandbox.run(command, timeout=timeout, env=self.env)
-        return self.sandbox.run(command, timeout=timeout, env=self.env, session=self.session)
+            return self.sandbox.run(command, timeout=timeout, env=self.tool_env)
+        return self.sandbox.run(command, timeout=timeout, env=self.tool_env, session=self.session)
 
     # -- messages -----------------------------------------------------------------------------
 

@@ -37,8 +37,8 @@ from agent.core.trajectory import Trajectory, write_atomic
 from agent.models import GlobalStats, ModelConfig, ModelError, check_priced, get_model
 from agent.pgs.compare import prediction_fields
 from agent.pgs.feedback import get_counter
-from agent.pgs.method import PGS
 from agent.pgs.records import PGSRecord
+from agent.pgs.reviewer import PGS
 from agent.pgs.shared import SharedProperties
 from envs.errors import EnvError, NotAGitRepository
 from envs.registry import make_sandbox

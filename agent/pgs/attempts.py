@@ -53,10 +53,10 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter
-from agent.pgs.method import PGS, flagged, judge
 from agent.pgs.records import PGSRecord, RoundRecord, Verdict
 from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport
+from agent.pgs.reviewer import PGS, flagged, judge
 from agent.pgs.selection import AttemptsRecord, Candidate, choose, evidence
 from agent.pgs.shared import SharedProperties
 

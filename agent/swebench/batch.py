@@ -83,7 +83,7 @@ from agent.models import (
 )
 from agent.pgs.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.pgs.compare import ablation_of, prediction_fields
-from agent.pgs.method import ablation
+from agent.pgs.reviewer import ablation
 from agent.swebench import (
     TESTBED,
     Environments,
@@ -193,7 +193,7 @@ def _instances(n: int) -> str:
 
 def result_setting(config: RunConfig) -> dict[str, Any]:
     """What changes an instance's result, by name: the model, and the feedback mode with the
-    rest of the ablation setting (:func:`agent.pgs.method.ablation`)."""
+    rest of the ablation setting (:func:`agent.pgs.reviewer.ablation`)."""
     return {"model": config.model.name, **ablation(config.pgs).model_dump()}
 
 

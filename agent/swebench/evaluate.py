@@ -83,7 +83,7 @@ from envs.errors import EnvError
 #: Where the cloud harness (swebench's Modal one, behind sb-cli) runs its patch commands.
 CLOUD_COMMAND = re.compile(r"cd /testbed && ((?:git apply|patch) [^\"']*?) /tmp/patch\.diff")
 #: Subjects of the commit that holds an image's setup changes: pgs's
-#: (:func:`envs.images.common.finish_repo_steps`) and the current harness's.
+#: (:func:`envs.images.build.finish_repo_steps`) and the current harness's.
 SETUP_COMMITS = ("pgs: changes made by the environment setup", "SWE-bench")
 #: The report of an empty patch: not run (the harness's ``empty_patch_ids``), not resolved.
 EMPTY_REPORT: dict[str, Any] = {
@@ -515,7 +515,7 @@ def _without_leftovers(box: Any) -> str:
     CRLF files included), a model's ``git add -A`` took it into its patch, and its CRs were
     lost on the way (mini-swe-agent reads the diff as text), so on a tree with the leftovers no
     harness command applies it, while the official report says it applied (docs/environments.md).
-    Leftovers are what :func:`envs.images.common.finish_repo_steps` listed in
+    Leftovers are what :func:`envs.images.build.finish_repo_steps` listed in
     ``.git/info/exclude``: untracked files the setup made, never tracked files. A note for the
     log, or ""."""
     summary = box.run("git apply --summary /tmp/patch.diff")

@@ -31,7 +31,7 @@ import yaml
 
 from agent.cli import main
 from agent.core.config import load_config
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, bash, call, pgs_env
 

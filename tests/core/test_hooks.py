@@ -13,7 +13,7 @@ from agent.core.config import RunConfig, load_config
 from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
 from agent.core.run import Task, check_repo, load_issue, run_task
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.pgs.records import RoundRecord
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, SUBMIT, bash

@@ -21,7 +21,7 @@ import pytest
 
 from agent.cli import main
 from agent.core.run import check_repo, load_issue, output_paths, run_task
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import git, make_repo
 from tests.support.textutil import (

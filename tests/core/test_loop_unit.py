@@ -20,7 +20,7 @@ from agent.core.loop import Agent, AgentConfig, RunResult
 from agent.core.tools import Toolset, default_bundle_paths
 from agent.core.trajectory import Trajectory
 from agent.models import BadRequest, ModelConfig, ReplayModel, RetryConfig
-from agent.models.script import message_tokens
+from agent.models.script_format import message_tokens
 from envs.local import LocalSandbox
 from tests.repos import make_repo
 

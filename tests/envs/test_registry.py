@@ -10,7 +10,7 @@ import pytest
 
 from agent.cli import main
 from agent.core.config import RunConfig, dump, load_config
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import SandboxTypeError, config_class, sandbox_config

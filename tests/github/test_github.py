@@ -27,7 +27,7 @@ from agent.core.loop import RunResult
 from agent.core.run import InputError, run_task
 from agent.github.client import RetrySettings, parse_issue_url
 from agent.github.pr import GitHubConfig, OpenPRHook, github_task
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.support.github_fake import FakeGitHub
 from tests.support.textutil import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
 from tests.support.textutil import cli_error as _cli_error

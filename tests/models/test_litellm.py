@@ -21,7 +21,7 @@ from agent.models import (
     get_model,
     model_kind,
 )
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 

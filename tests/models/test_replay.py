@@ -33,8 +33,8 @@ from agent.models import (
     ServerError,
     get_model,
 )
-from agent.models.script import ScriptError, ScriptSource
-from agent.models.scripted import ScriptedServer
+from agent.models.script_format import ScriptError, ScriptSource
+from agent.models.script_server import ScriptedServer
 
 FAST = RetryConfig(attempts=3, min_wait=0.001, max_wait=0.01)
 FREE = {"m": (0.0, 0.0)}

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from agent.cli.serve import register
 from agent.models import ModelConfig, OpenAIModel, RetryConfig
-from agent.models.script import (
+from agent.models.script_format import (
     ErrorReply,
     Reply,
     ScriptError,
@@ -31,7 +31,7 @@ from agent.models.script import (
     load_script,
     parse_step,
 )
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 
 FAST = RetryConfig(attempts=2, min_wait=0.001, max_wait=0.01)
 REPO = Path(__file__).resolve().parents[2]
@@ -310,7 +310,7 @@ def test_serve_script_serves_until_interrupted(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump([{"content": "served from the CLI"}]))
     process = subprocess.Popen(
-        [sys.executable, "-m", "agent.models.scripted", str(script), "--model", "cli-model"],
+        [sys.executable, "-m", "agent.models.script_server", str(script), "--model", "cli-model"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -35,7 +35,7 @@ from agent.cli import main
 from agent.core.config import load_config
 from agent.core.loop import RunResult
 from agent.core.run import check_repo, load_issue, output_paths, run_task
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.pgs.checking import assert_unsound_dropped
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 

@@ -16,8 +16,8 @@ from agent.core.run import usage
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
-from agent.pgs.method import judge
 from agent.pgs.report import CheckReport, Coverage, TestResult
+from agent.pgs.reviewer import judge
 from agent.pgs.validate import drop_contradictions, explicit_examples
 from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.repos import make_repo

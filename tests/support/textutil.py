@@ -20,7 +20,7 @@ from agent.cli import main
 from agent.core.config import load_config, merge
 from agent.core.loop import RunResult
 from agent.core.run import check_repo, load_issue, output_paths, run_task
-from agent.models.scripted import ScriptedServer, ScriptSource
+from agent.models.script_server import ScriptedServer, ScriptSource
 
 MODEL = "scripted"
 FAST_RETRIES = {"attempts": 3, "min_wait": 0.01, "max_wait": 0.05}

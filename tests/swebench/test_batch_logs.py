@@ -16,7 +16,7 @@ import yaml
 
 from agent.cli import main
 from agent.core.run import output_paths
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 IDS = [f"acme__textkit-{n}" for n in (1, 2, 3, 4)]

@@ -31,7 +31,7 @@ import pytest
 
 from agent.cli import main
 from agent.core.run import output_paths
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL, list_containers
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import closed_port

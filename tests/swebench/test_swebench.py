@@ -20,7 +20,7 @@ import pytest
 
 from agent.cli import main
 from agent.core.run import output_paths
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.swebench import (
     Instance,
     InstanceError,
