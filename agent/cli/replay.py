@@ -229,15 +229,20 @@ def _run(
         if not issue:
             raise InputError(f"{args.recording} holds no issue text to replay with --repo")
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
-        result = run_task(Task(iid, issue, repo), config, output_dir)
+        result = run_task(
+            Task(instance_id=iid, problem_statement=issue, repo=repo), config, output_dir
+        )
         return result.exit_status
     chosen = [i for i in load_instances(args.instances) if i.instance_id == iid]
     if not chosen:
         raise InstanceError(f"no record {iid!r} in {args.instances} (see --instance-id)")
     envs = Environments(
-        args.repos_dir, parse_python_map(args.python_map), args.image_source, registry=args.registry
+        repos_dir=args.repos_dir,
+        python_map=parse_python_map(args.python_map),
+        image_source=args.image_source,
+        registry=args.registry,
     )
-    batch = Batch(chosen, config, output_dir, envs, redo=True)
+    batch = Batch(instances=chosen, config=config, output_dir=output_dir, envs=envs, redo=True)
     statuses, _ = batch.run(console=err, executor=make_executor("local", 1))
     if batch.stop.is_set():
         return "interrupted"
@@ -291,7 +296,7 @@ def compare(
     unlike = codes = outputs = 0
     for n, rec in enumerate(recorded):
         got = replayed[n] if n < len(replayed) else None
-        diff = ReplyDiff(n + 1, rec.where, _said(rec), _said(got))
+        diff = ReplyDiff(reply=n + 1, where=rec.where, recorded=_said(rec), replayed=_said(got))
         if got is None:
             diff.handled_unlike.append("pgs's run ended before this reply")
         elif rec.ran != got.ran:

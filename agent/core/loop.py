@@ -335,7 +335,7 @@ class Agent:
     def parse(self, response: ModelResponse) -> list[Action]:
         if not self.function_calling:
             thought, command = parse_text_action(response.content, self.config.action_parser)
-            return [Action(thought, self.toolset.guard_multiline(command))]
+            return [Action(thought=thought, command=self.toolset.guard_multiline(command))]
         if not response.tool_calls:
             raise FormatError("your reply called no tool")
         actions = []
@@ -343,7 +343,9 @@ class Agent:
             if call.error:
                 raise FormatError(f"the arguments of {call.name} are malformed: {call.error}")
             command = self.toolset.to_command(call.name, call.arguments)
-            actions.append(Action(response.content, command, call.id, call.name))
+            actions.append(
+                Action(thought=response.content, command=command, call_id=call.id, tool=call.name)
+            )
         return actions
 
     def execute(self, action: Action, response: ModelResponse, *, charged: bool = True) -> None:

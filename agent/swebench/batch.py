@@ -420,7 +420,7 @@ class Batch:
             problem = instance.problem_statement
             if self.hints and instance.hints_text.strip():
                 problem += f"\n\nHints:\n{instance.hints_text.strip()}"
-            task = Task(instance.instance_id, problem, tree)
+            task = Task(instance_id=instance.instance_id, problem_statement=problem, repo=tree)
             if self.redo:  # the attempts of an earlier run are not resumed
                 remove_attempts(self.output_dir, instance.instance_id)
             result = run_attempts(
@@ -504,7 +504,7 @@ class Batch:
                 f"{'they' if len(retried) > 1 else 'it'} failed {cause}"
             )
         executor = executor or LocalExecutor(self.workers)
-        progress = Progress(len(todo), self.workers, self.stats)
+        progress = Progress(total=len(todo), workers=self.workers, stats=self.stats)
         queue = deque(todo)
         free = list(range(self.workers))
         free_lock = threading.Lock()
@@ -756,9 +756,14 @@ def run_detached(
     iid = instance.instance_id
     with scratch.temporary_directory("pgs-detached-") as tmp:
         batch = Batch(
-            [instance], config, Path(tmp), envs, hints=hints, attempts=attempts or AttemptsConfig()
+            instances=[instance],
+            config=config,
+            output_dir=Path(tmp),
+            envs=envs,
+            hints=hints,
+            attempts=attempts or AttemptsConfig(),
         )
-        exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
+        exit_status = batch.run_one(instance, 0, Progress(total=1, workers=1, stats=batch.stats))
         folder = Path(tmp) / iid
         files = {  # attempt-<k>/ files by their relative path
             p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")

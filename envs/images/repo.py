@@ -223,7 +223,15 @@ def build_repo_image(
     repo_key = digest(env_tag, sha, steps, recipe("pgs-gitignore"))
     tag = f"{repo_image_name(repo)}:{repo_key[:12]}"
     if image_id := image_exists(client, tag):
-        return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started, day)
+        return RepoImage(
+            tag=tag,
+            image_id=image_id,
+            commit=sha,
+            python=python,
+            cache_hit=True,
+            seconds=time.monotonic() - started,
+            index_date=day,
+        )
     builds = cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     with scratch.temporary_directory("clone-", builds) as tmp:  # owner named: envs.scratch
@@ -244,4 +252,12 @@ def build_repo_image(
             image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
         except ImageBuildError as e:
             raise _with_hint(e, detected=merged.install is None) from e
-    return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started, day)
+    return RepoImage(
+        tag=tag,
+        image_id=image_id,
+        commit=sha,
+        python=python,
+        cache_hit=hit,
+        seconds=time.monotonic() - started,
+        index_date=day,
+    )
