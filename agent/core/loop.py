@@ -32,8 +32,9 @@ from typing import Any, Literal, Protocol
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.core.messages import FormatErrors, Refusals, TruncationTemplates
 from agent.core.parsing import ActionParser, FormatError, interactive_refusal, parse_text_action
-from agent.core.prompts import default_prompt
+from agent.core.prompts import CONFIG_ONLY, default_prompt
 from agent.core.tool_output import Truncation, truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
@@ -111,6 +112,23 @@ class AgentConfig(BaseModel):
     keep_observations: int = Field(
         5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
     )
+    format_errors: FormatErrors = Field(default_factory=FormatErrors, json_schema_extra=CONFIG_ONLY)
+    refusals: Refusals = Field(default_factory=Refusals, json_schema_extra=CONFIG_ONLY)
+    truncation_templates: TruncationTemplates = Field(
+        default_factory=TruncationTemplates, json_schema_extra=CONFIG_ONLY
+    )
+
+
+#: The texts of the agent section besides the system and instance prompts: the Tester, a loop of
+#: its own, says them as the Generator's config does.
+MESSAGE_FIELDS = (
+    "observation_template",
+    "format_error_template",
+    "elided_template",
+    "format_errors",
+    "refusals",
+    "truncation_templates",
+)
 
 
 class Reviewer(Protocol):
@@ -288,7 +306,10 @@ class Agent:
                 "user",
                 self.render(
                     self.config.format_error_template,
-                    {"error": str(e), "function_calling": self.function_calling},
+                    {
+                        "error": e.render(self.config.format_errors),
+                        "function_calling": self.function_calling,
+                    },
                 ),
                 "format_error",
             )
@@ -337,11 +358,12 @@ class Agent:
             thought, command = parse_text_action(response.content, self.config.action_parser)
             return [Action(thought=thought, command=self.toolset.guard_multiline(command))]
         if not response.tool_calls:
-            raise FormatError("your reply called no tool")
+            raise FormatError(kind="no_tool_call")
         actions = []
         for call in response.tool_calls:
             if call.error:
-                raise FormatError(f"the arguments of {call.name} are malformed: {call.error}")
+                values = {"tool": call.name, "error": call.error}
+                raise FormatError(kind="malformed_arguments", values=values)
             command = self.toolset.to_command(call.name, call.arguments)
             actions.append(
                 Action(thought=response.content, command=command, call_id=call.id, tool=call.name)
@@ -353,7 +375,7 @@ class Agent:
         first action of a reply that made several)."""
         self.steps += 1
         start = time.monotonic()
-        refusal = interactive_refusal(action.command)
+        refusal = interactive_refusal(action.command, self.config.refusals)
         if refusal is not None:
             observation, kind, patch, exit_code = refusal, OutputKind.NORMAL, None, 1
             timed_out = False
@@ -379,6 +401,7 @@ class Agent:
                 self.config.max_observation_chars,
                 self.config.truncation,
                 dropped=_dropped(result),
+                templates=self.config.truncation_templates,
             )
         self.state = self.toolset.state(self.sandbox, self.tool_env, session=self.session)
         rendered = self.render(

@@ -1,7 +1,8 @@
 """Reading actions out of a model's text reply, and refusing commands that would hang.
 
 Text mode (models without tool calls): :func:`parse_text_action` returns ``(thought, command)``
-or raises :class:`FormatError` whose message tells the model the format. Which block is the
+or raises :class:`FormatError` whose message tells the model the format
+(``agent.format_errors``). Which block is the
 action is a convention (:data:`ActionParser`), chosen with ``agent.action_parser``:
 
 - ``pgs`` (the default): exactly one block labelled ``bash``/``sh``/``shell``/``console``; when
@@ -22,7 +23,16 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from agent.core.messages import (
+    DEFAULT_FORMAT_ERRORS,
+    DEFAULT_REFUSALS,
+    FormatErrors,
+    Refusals,
+    render_text,
+)
 
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
@@ -35,24 +45,32 @@ ACTION_PARSERS: tuple[ActionParser, ...] = (
     "swe-agent",
 )
 
-FORMAT_HELP = """\
-Your reply must contain exactly ONE bash code block with the command to run, after your
-reasoning. Use this format:
-
-THOUGHT: why you run this command.
-
-```bash
-the command (one command, or several joined with && or written on separate lines)
-```
-
-To finish, run `submit` in that block."""
-
 _FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
 
 
 class FormatError(ValueError):
-    """The model's reply cannot be turned into an action. ``str(error)`` is sent back to it."""
+    """The model's reply cannot be turned into an action; the loop tells it why. ``kind``: the
+    template of ``agent.format_errors`` that says it (``values``: its variables), rendered with
+    the run's config (:meth:`render`); ``str(error)`` is the shipped text. No kind: the message
+    is the text told."""
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        kind: str | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.values = dict(values or {})
+        if message is None:
+            message = DEFAULT_FORMAT_ERRORS.render(kind or "", self.values)
+        super().__init__(message)
+
+    def render(self, templates: FormatErrors) -> str:
+        """The message with ``templates`` (a config's ``agent.format_errors``)."""
+        return str(self) if self.kind is None else templates.render(self.kind, self.values)
 
 
 def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
@@ -77,10 +95,7 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
             body.append(line)
         offset += len(line)
     if open_at is not None and language in ACTION_LANGUAGES:
-        raise FormatError(
-            "Your code block was never closed: end it with a line holding only ```.\n\n"
-            + FORMAT_HELP
-        )
+        raise FormatError(kind="unclosed_block")
     return blocks
 
 
@@ -96,12 +111,13 @@ def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, st
         if labelled:  # an unlabelled fence beside a bash block is quoted text
             blocks = labelled
     if len(blocks) != 1:
-        found = "no bash code block" if not blocks else f"{len(blocks)} bash code blocks"
-        raise FormatError(f"Your reply had {found}.\n\n{FORMAT_HELP}")
+        if not blocks:
+            raise FormatError(kind="no_block")
+        raise FormatError(kind="many_blocks", values={"count": len(blocks)})
     start, end, body, _ = blocks[0]
     command = body.strip()
     if not command:
-        raise FormatError(f"Your bash code block was empty.\n\n{FORMAT_HELP}")
+        raise FormatError(kind="empty_block")
     thought = (reply[:start] + reply[end:]).strip()
     return thought, command
 
@@ -136,18 +152,12 @@ def _swe_agent_block(reply: str) -> list[tuple[int, int, str, bool]]:
 
 # -- commands that need a terminal ------------------------------------------------------------
 
-_EDIT_HINT = (
-    "To read a file use `str_replace_editor view <absolute path>` (or `cat -n`, "
-    "`sed -n '10,40p'`); to change it use `str_replace_editor str_replace` or `insert`."
-)
-_PAGER_HINT = "Use `cat`, `head`, `tail`, `grep -n` or `sed -n '10,40p' FILE` instead."
-_REPL_HINT = "Run code with `python -c '...'`, or write a script and run `python script.py`."
-_INTERACTIVE: dict[str, str] = {
+_INTERACTIVE: dict[str, str] = {  # program -> its text in agent.refusals
     **dict.fromkeys(
-        ("vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit"), _EDIT_HINT
+        ("vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit"), "editor"
     ),
-    **dict.fromkeys(("less", "more", "most", "pg"), _PAGER_HINT),
-    **dict.fromkeys(("top", "htop", "atop", "watch"), "Use `ps aux` (once) instead."),
+    **dict.fromkeys(("less", "more", "most", "pg"), "pager"),
+    **dict.fromkeys(("top", "htop", "atop", "watch"), "monitor"),
 }
 _REPLS = re.compile(r"^(python[0-9.]*|ipython[0-9.]*|pypy[0-9.]*|bpython)$")
 _WRAPPERS = frozenset({"sudo", "env", "exec", "command", "time", "nohup", "nice", "stdbuf"})
@@ -155,23 +165,19 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", ";;", "{", "
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)-?[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\1")
 
 
-def interactive_refusal(command: str) -> str | None:
-    """A message refusing ``command`` if it would wait for a terminal, else None."""
+def interactive_refusal(command: str, refusals: Refusals = DEFAULT_REFUSALS) -> str | None:
+    """A message refusing ``command`` if it would wait for a terminal, else None; its text is
+    ``refusals``' (a config's ``agent.refusals``)."""
     for words, stdin_redirected in _simple_commands(command):
         program, args = _program(words)
         if program is None:
             continue
         name = posixpath.basename(program)
         if name in _INTERACTIVE and not (name == "emacs" and "--batch" in args):
-            return (
-                f"`{name}` needs an interactive terminal, which this shell does not have, "
-                f"so it would hang until the time limit. {_INTERACTIVE[name]}"
-            )
+            template = getattr(refusals, _INTERACTIVE[name])
+            return render_text(template, {"program": name})
         if _REPLS.match(name) and not stdin_redirected and _is_bare_repl(args):
-            return (
-                f"`{' '.join([name, *args])}` starts an interactive interpreter, which would "
-                f"hang: this shell has no terminal. {_REPL_HINT}"
-            )
+            return render_text(refusals.repl, {"command": " ".join([name, *args])})
     return None
 
 

@@ -29,3 +29,13 @@ def default_prompt(*keys: str) -> str:
     if not isinstance(node, str):
         raise TypeError(f"{'.'.join(keys)} in {DEFAULT_CONFIG} is not a template")
     return node
+
+
+#: ``json_schema_extra`` of a config field that has no command-line flag: a text set only in a
+#: ``--config`` file (``agent.format_errors``, ``pgs.tester.retry_template``, ...).
+CONFIG_ONLY: dict[str, Any] = {"config_only": True}
+
+
+def config_only(extra: object) -> bool:
+    """Whether a field whose ``json_schema_extra`` is ``extra`` has no flag."""
+    return isinstance(extra, dict) and bool(extra.get("config_only"))

@@ -430,6 +430,7 @@ def make_reviewer(
         base=base,
         on_round=hooks.on_round,
         shared=shared,
+        generator_config=config.agent,
     )
 
 
