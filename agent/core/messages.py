@@ -48,6 +48,19 @@ class FormatErrors(BaseModel):
     many_blocks: str = _default("format_errors", "many_blocks")
     empty_block: str = _default("format_errors", "empty_block")
     unclosed_block: str = _default("format_errors", "unclosed_block")
+    unknown_tool: str = _default("format_errors", "unknown_tool")
+    empty_command: str = _default("format_errors", "empty_command")
+    arguments_not_json: str = _default("format_errors", "arguments_not_json")
+    arguments_not_object: str = _default("format_errors", "arguments_not_object")
+    unexpected_arguments: str = _default("format_errors", "unexpected_arguments")
+    missing_argument: str = _default("format_errors", "missing_argument")
+    wrong_type: str = _default("format_errors", "wrong_type")
+    wrong_item_type: str = _default("format_errors", "wrong_item_type")
+    not_a_range: str = _default("format_errors", "not_a_range")
+    not_allowed: str = _default("format_errors", "not_allowed")
+    nul_character: str = _default("format_errors", "nul_character")
+    end_marker_in_text: str = _default("format_errors", "end_marker_in_text")
+    missing_end_line: str = _default("format_errors", "missing_end_line")
 
     def render(self, kind: str, values: Mapping[str, Any]) -> str:
         """The message of the format error ``kind`` (a field name) with its ``values``."""
