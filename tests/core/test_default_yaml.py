@@ -154,3 +154,9 @@ def test_default_yaml_as_a_config_file_changes_nothing(tmp_path: Path) -> None:
     model = {"model": {"name": "m"}}
     assert load_config([DEFAULT_CONFIG], model) == load_config([], model)
     assert load_config([Path("default")], model) == load_config([], model)  # the shipped name
+
+
+def test_docs_prompts_md_lists_every_prompt_key() -> None:
+    listed = (ROOT / "docs" / "prompts.md").read_text()
+    missing = [".".join(p) for p in prompt_keys() if f"`{'.'.join(p)}`" not in listed]
+    assert not missing, f"prompt keys docs/prompts.md does not list: {missing}"
