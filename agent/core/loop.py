@@ -32,9 +32,14 @@ from typing import Any, Literal, Protocol
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.messages import FormatErrors, Refusals, TruncationTemplates
 from agent.core.parsing import ActionParser, FormatError, interactive_refusal, parse_text_action
-from agent.core.prompts import CONFIG_ONLY, default_prompt
+from agent.core.prompts import (
+    CONFIG_ONLY,
+    FormatErrors,
+    Refusals,
+    TruncationTemplates,
+    default_prompt,
+)
 from agent.core.tool_output import Truncation, truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
@@ -218,7 +223,7 @@ class Agent:
         self.tool_env: dict[str, str] = {}
         self.state: dict[str, Any] = {}
         self.steps = 0
-        self.format_errors = 0
+        self.format_errors_in_a_row = 0
         self.started = 0.0
         #: The limits in force: the config's, raised after each feedback round (0: none).
         self.step_limit = config.step_limit
@@ -298,9 +303,9 @@ class Agent:
         try:
             actions = self.parse(response)
         except FormatError as e:
-            self.format_errors += 1
+            self.format_errors_in_a_row += 1
             self.add_reply(response, tool_calls=False)
-            if self.format_errors >= self.config.max_format_errors:
+            if self.format_errors_in_a_row >= self.config.max_format_errors:
                 raise
             self.add(
                 "user",
@@ -314,7 +319,7 @@ class Agent:
                 "format_error",
             )
             return
-        self.format_errors = 0
+        self.format_errors_in_a_row = 0
         self.add_reply(response, tool_calls=True, action="\n".join(a.command for a in actions))
         for i, action in enumerate(actions):
             self.execute(action, response, charged=i == 0)

@@ -1,9 +1,9 @@
 """Reading actions out of a model's text reply, and refusing commands that would hang.
 
 Text mode (models without tool calls): :func:`parse_text_action` returns ``(thought, command)``
-or raises :class:`FormatError` whose message tells the model the format
-(``agent.format_errors``). Which block is the
-action is a convention (:data:`ActionParser`), chosen with ``agent.action_parser``:
+or raises :class:`FormatError` whose message tells the model the format (in the words of
+``agent.format_errors``). Which block is the action is a convention (:data:`ActionParser`),
+chosen with ``agent.action_parser``:
 
 - ``pgs`` (the default): exactly one block labelled ``bash``/``sh``/``shell``/``console``; when
   the reply has none, exactly one unlabelled block. An unlabelled fence beside a ``bash`` block
@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from agent.core.messages import (
+from agent.core.prompts import (
     DEFAULT_FORMAT_ERRORS,
     DEFAULT_REFUSALS,
     FormatErrors,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from agent.core.messages import DEFAULT_TRUNCATION, TruncationTemplates
+from agent.core.prompts import DEFAULT_TRUNCATION, TruncationTemplates
 
 SUBMISSION = "<<SWE_AGENT_SUBMISSION>>"
 RETRY_WITH_OUTPUT = "###SWE-AGENT-RETRY-WITH-OUTPUT###"

@@ -48,8 +48,7 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.loop import AgentConfig
-from agent.core.messages import render_text
-from agent.core.prompts import CONFIG_ONLY, default_prompt
+from agent.core.prompts import CONFIG_ONLY, default_prompt, render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelError
