@@ -190,15 +190,17 @@ def texts(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if isinstance(m.get("content"), str)]
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    tmp = tmp_path_factory.mktemp("prompts")
+def pgs_run(
+    tmp: Path, script: Any, agent: dict[str, Any], *flags: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """``pgs run`` of the median example with every prompt a marker (``agent``: more of the
+    agent section); the requests the model got and the ``.traj``."""
     repo = make_example_repo(tmp / "stats")
     config = nested({path: marked(path) for path in DEFAULTS})
-    config["agent"].update(keep_observations=1, max_observation_chars=400)
+    config["agent"].update(agent)
     (tmp / "markers.yaml").write_text(yaml.safe_dump(config))
     check = {"python": sys.executable, "max_examples": 40, "test_timeout": 20}
-    with ScriptedServer(policy) as server:
+    with ScriptedServer(script) as server:
         code = main(
             [
                 "run",
@@ -216,20 +218,25 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]],
                 json.dumps({MODEL: [0, 0]}),
                 "--sandbox",
                 "local",
-                "--rounds",
-                "3",
                 "--pgs.check",
                 json.dumps(check),
                 "--pgs.seed",
                 "1",
                 "--output-dir",
                 str(tmp / "out"),
+                *flags,
             ]
         )
         requests = list(server.requests)
     assert code == 0
     traj = json.loads(next((tmp / "out").rglob("*.traj")).read_text())
     return requests, traj
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    agent = {"keep_observations": 1, "max_observation_chars": 400}
+    return pgs_run(tmp_path_factory.mktemp("prompts"), policy, agent, "--rounds", "3")
 
 
 def test_the_run_took_the_whole_path(run: tuple[list[dict[str, Any]], dict[str, Any]]) -> None:
@@ -283,3 +290,61 @@ def test_every_marker_on_the_runs_path_is_sent(
         assert marker(path) in said, path
     # The retry note carries the validation report: the dropped property and why.
     assert "test_one.py::test_one_value" in said
+
+
+def block(command: str, thought: str = "Next.") -> dict[str, Any]:
+    return {"content": f"{thought}\n\n```bash\n{command}\n```"}
+
+
+#: Text mode, io feedback (no Tester), SWE-agent's truncation: the other format errors, the
+#: other refusals and cut, the io feedback message.
+TEXT_MODE = [
+    {"content": "No block at all."},
+    {"content": "Two.\n\n```bash\nls\n```\n\n```bash\npwd\n```"},
+    {"content": "Empty.\n\n```bash\n\n```"},
+    {"content": "Unclosed.\n\n```bash\nls"},
+    block("less stats.py"),
+    block("top"),
+    block("python3"),
+    block("seq 1 3000"),
+    block(write("stats.py", STATS.replace(BUG, "    return 0\n")), "Break the odd case."),
+    block("submit"),
+    block(write("stats.py", RIGHT), "Fix it for real."),
+    block("submit"),
+]
+
+
+@pytest.fixture(scope="module")
+def text_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    def script(request: dict[str, Any]) -> Any:
+        n = sum(m["role"] == "assistant" for m in request["messages"])
+        return TEXT_MODE[n] if n < len(TEXT_MODE) else None
+
+    agent = {"max_format_errors": 5, "truncation": "swe-agent", "max_observation_chars": 400}
+    tmp = tmp_path_factory.mktemp("text")
+    flags = ("--no-model.function-calling", "--feedback", "io", "--rounds", "1")
+    return pgs_run(tmp, script, agent, *flags)
+
+
+def test_in_text_mode_with_io_feedback_too_only_the_configs_texts_are_sent(
+    text_run: tuple[list[dict[str, Any]], dict[str, Any]],
+) -> None:
+    requests, traj = text_run
+    assert len(requests) == len(TEXT_MODE) and traj["pgs"]["rounds"][0]["feedback"]
+    sent = "\n".join(text for request in requests for text in texts(request))
+    leaked = {line: ".".join(path) for line, path in default_lines().items() if line in sent}
+    assert not leaked, leaked
+    reached = [
+        ("agent", "format_errors", "no_block"),
+        ("agent", "format_errors", "many_blocks"),
+        ("agent", "format_errors", "empty_block"),
+        ("agent", "format_errors", "unclosed_block"),
+        ("agent", "refusals", "pager"),
+        ("agent", "refusals", "monitor"),
+        ("agent", "refusals", "repl"),
+        ("agent", "truncation_templates", "swe_agent"),
+        ("pgs", "io_template"),
+    ]
+    assert [marker(p) for p in reached if marker(p) not in sent] == []
