@@ -58,18 +58,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import shlex
 
 from agent.cli import EXAMPLES, make_example_repo
+from agent.errors import TokenizerUnavailable
 from agent.pgs.check import check_candidate
 from agent.pgs.feedback import render_feedback, select_failure
 from agent.pgs.related import changed_files, related_tests
 from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
-from agent.pgs.tokens import (
-    HfCounter,
-    SimpleCounter,
-    TiktokenCounter,
-    TokenCounter,
-    TokenizerUnavailable,
-)
+from agent.pgs.tokens import HfCounter, SimpleCounter, TiktokenCounter, TokenCounter
 from agent.pgs.validate import validate_properties
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image

@@ -19,19 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from envs import images
-from envs.errors import INFRASTRUCTURE_ERRORS, EnvError
-
-#: Exit code of a user error (bad input, a bad option or config).
-USER_ERROR = 2
-#: Exit code of an infrastructure failure (Docker unreachable, a failed image build, disk full).
-INFRASTRUCTURE = 3
+from envs.errors import INFRASTRUCTURE, INFRASTRUCTURE_ERRORS, USER_ERROR, EnvError, print_error
 
 Handler = Callable[[argparse.Namespace], int]
-
-
-def print_error(message: str) -> None:
-    """``pgs: error: <message>`` on stderr (the message may continue on further lines)."""
-    print(f"pgs: error: {message}", file=sys.stderr)
 
 
 def user_errors(handler: Handler) -> Handler:

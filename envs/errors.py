@@ -12,10 +12,25 @@ the CLI prints ``str(error)`` and exits non-zero, never a traceback.
     └── SandboxError            the sandbox itself failed (helper died, container gone)
         └── SandboxClosed       used after close()
 
-:data:`INFRASTRUCTURE_ERRORS` are the machine's failures, not the command's (exit code 3).
+:data:`INFRASTRUCTURE_ERRORS` are the machine's failures, not the command's (exit code 3,
+:data:`INFRASTRUCTURE`; a mistake in the command: 2, :data:`USER_ERROR`); :func:`print_error`
+shows one as a ``pgs: error:`` line.
 """
 
 from __future__ import annotations
+
+import sys
+
+#: Exit code of a user error (bad input, a bad option or config).
+USER_ERROR = 2
+#: Exit code of an infrastructure failure (Docker unreachable, a failed image build, disk full).
+INFRASTRUCTURE = 3
+
+
+def print_error(message: str) -> None:
+    """``pgs: error: <message>`` on stderr (the message may continue on further lines): how
+    every command shows an error (:mod:`envs.cli`, and pgs's through :mod:`agent.errors`)."""
+    print(f"pgs: error: {message}", file=sys.stderr)
 
 
 class EnvError(RuntimeError):
@@ -66,7 +81,7 @@ DISK_FULL_HINT = (
 )
 
 
-#: The machine failed, not the command: the CLI exits with 3 (``envs.cli.INFRASTRUCTURE``).
+#: The machine failed, not the command: the CLI exits with 3 (:data:`INFRASTRUCTURE`).
 INFRASTRUCTURE_ERRORS: tuple[type[EnvError], ...] = (
     DockerUnavailable,
     ImageBuildError,

@@ -31,6 +31,7 @@ from pathlib import Path
 from envs.docker_util import HOST_LABEL, PID_LABEL, STARTED_LABEL, container_labels, owner_gone
 
 __all__ = [
+    "cache_dir",
     "mkdtemp",
     "owner_suffix",
     "reap_at_startup",
@@ -95,11 +96,19 @@ def _reap_once(folder: Path) -> None:
         logger.warning("could not remove the temporary trees of ended pgs runs: %s", e)
 
 
+def cache_dir() -> Path:
+    """Where pgs caches what it builds and fetches: ``$PGS_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/pgs``, else ``~/.cache/pgs`` (here, not in :mod:`envs.images`, which
+    imports this module)."""
+    if os.environ.get("PGS_CACHE_DIR"):
+        return Path(os.environ["PGS_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "pgs"
+
+
 def reap_at_startup() -> None:
     """Remove the trees of ended owners where pgs makes them: ``$TMPDIR`` and the cache's
     build folder (clones and build contexts of repository images)."""
-    from envs.images.build import cache_dir
-
     for folder in (Path(tempfile.gettempdir()), cache_dir() / "build"):
         _reap_once(folder.resolve())
 

@@ -1,23 +1,23 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
 ``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``, ``github``; ``env`` from
-:mod:`envs.cli`). Every user mistake (:data:`agent.core.errors.USER_ERRORS`) is one ``pgs:
+:mod:`envs.cli`). Every user mistake (:data:`agent.errors.USER_ERRORS`) is one ``pgs:
 error:`` line and exit code 2; a failure of the machine
-(:data:`agent.core.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
-and 3; a run the loop ended with an error (:class:`agent.core.run.RunFailed`, its files
+(:data:`agent.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
+and 3; a run the loop ended with an error (:class:`agent.errors.RunFailed`, its files
 written) one line and 1 (2 when that error is a mistake in the command, such as a tool bundle
-that fails to install). The codes are listed in :mod:`agent.core.errors`.
+that fails to install). The codes are listed in :mod:`agent.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
 sandboxes are closed as the stack unwinds, and ``pgs`` exits with
-:data:`~agent.core.errors.INTERRUPTED` (130).
+:data:`~agent.errors.INTERRUPTED` (130).
 
 The parser of every command is :class:`agent.cli.flags.Parser`: a mistake in a flag is one line
 and exit code 2 too, other tools' spellings are pointed to, ``--version`` and ``--env-file``
 (``./.env`` by default, read before anything else) are taken by every command.
 
 Nothing outside this package imports it: what commands share lives where it belongs
-(:mod:`agent.core.errors`, :func:`agent.core.run.default_output_dir`).
+(:mod:`agent.errors`, :func:`agent.run.outputs.default_output_dir`).
 """
 
 from __future__ import annotations
@@ -31,21 +31,24 @@ from collections.abc import Sequence
 
 from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
 from agent.cli.demo import EXAMPLES, make_example_repo
-from agent.cli.flags import EnvFileError, Parser, add_common_flags, load_env_files
+from agent.cli.flags import Parser, add_common_flags, load_env_files
 from agent.cli.signals import stop_signals
-from agent.core import runlog
-from agent.core.errors import (
+from agent.core.secrets import Redactor
+from agent.errors import (
     COMMAND_MISTAKES,
+    INFRASTRUCTURE,
     INFRASTRUCTURE_ERRORS,
     INTERRUPTED,
     RUN_ENDED,
+    USER_ERROR,
     USER_ERRORS,
+    EnvFileError,
+    OutputNotWritten,
+    RunFailed,
 )
-from agent.core.run import OutputNotWritten, RunFailed
-from agent.core.secrets import Redactor
+from agent.errors import print_error as _print_error
+from agent.run import runlog
 from envs import scratch
-from envs.cli import INFRASTRUCTURE, USER_ERROR
-from envs.cli import print_error as _print_error
 from envs.cli import register as register_env
 
 #: Write failures that are the machine's, not a bug: one line and exit code 3.

@@ -12,10 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.eval import add_environment_flags
-from agent.core.config import add_config_flags, flag_overrides, load_config
-from agent.core.errors import INTERRUPTED
-from agent.core.run import check_prices, check_writable, default_output_dir
-from agent.pgs.attempts import add_attempts_flags, attempts_config
+from agent.errors import INFRASTRUCTURE, INTERRUPTED, USER_ERROR, print_error
+from agent.run.attempts import add_attempts_flags, attempts_config
+from agent.run.config import add_config_flags, flag_overrides, load_config
+from agent.run.outputs import check_writable, default_output_dir
+from agent.run.reviewer import check_prices
 from agent.swebench import (
     Environments,
     InstanceError,
@@ -26,7 +27,6 @@ from agent.swebench import (
 )
 from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
-from envs.cli import INFRASTRUCTURE, USER_ERROR, print_error
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

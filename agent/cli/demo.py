@@ -12,8 +12,10 @@ from typing import Any
 from rich.console import Console
 
 from agent.cli.run import add_view_flags, run_with_progress
-from agent.core.config import load_config
-from agent.core.run import InputError, check_prices, load_issue
+from agent.errors import InputError
+from agent.run.config import load_config
+from agent.run.reviewer import check_prices
+from agent.run.task import load_issue
 from envs import scratch
 
 EXAMPLES = Path(__file__).parents[1] / "examples"

@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agent.core.secrets import Redactor
+from agent.errors import EnvFileError
 
-#: Exit code of a mistake in the command (:data:`envs.cli.USER_ERROR`).
+#: Exit code of a mistake in the command (:data:`agent.errors.USER_ERROR`).
 USAGE = 2
 
 #: Other tools' flags (``_`` written ``-``) → what pgs calls them. A target is shown only by a
@@ -266,10 +267,6 @@ def add_common_flags(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for command in dict.fromkeys(action.choices.values()):
                 add_common_flags(command)
-
-
-class EnvFileError(ValueError):
-    """A ``.env`` file that cannot be read; the message names the file and line."""
 
 
 def env_file_in(argv: Sequence[str]) -> Path | None:

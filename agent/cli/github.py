@@ -16,23 +16,22 @@ from typing import Any
 from rich.console import Console
 
 from agent.cli.run import run_with_progress, setup_spec
-from agent.core.config import add_config_flags, flag_overrides, load_config
-from agent.core.errors import USER_ERRORS
-from agent.core.run import InputError, RunFailed, check_writable, default_output_dir
+from agent.errors import USER_ERRORS, GitHubError, InputError, RunFailed, Skipped
 from agent.github.action import (
     DEFAULT_LABEL,
     DEFAULT_TRIGGER,
     ActionRules,
     NoticeHook,
-    Skipped,
     decide,
     post_notice,
     read_event,
     step_summary,
     workspace_repo,
 )
-from agent.github.client import GitHub, GitHubError, api_url, web_host
+from agent.github.client import GitHub, api_url, web_host
 from agent.github.pr import GitHubConfig, github_task
+from agent.run.config import add_config_flags, flag_overrides, load_config
+from agent.run.outputs import check_writable, default_output_dir
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)

@@ -26,10 +26,10 @@ from urllib.parse import quote
 
 from rich.console import Console
 
+from agent.errors import USER_ERROR, print_error
 from agent.inspect.html import Written, write_batch, write_trajectory
 from agent.inspect.load import InspectError, load_trajectory, resolve
 from agent.inspect.model import Trajectory
-from envs.cli import USER_ERROR, print_error
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

@@ -25,7 +25,7 @@ The batch is either SWE-bench records (``--instances FILE``, with ``pgs batch``'
 environment flags; each row is a :class:`agent.swebench.batch.Batch`, graded as ``pgs eval``
 grades, the summary in ``OUTPUT/<row>/eval``) or the bundled examples (``--examples [NAME
 ...]``, :data:`agent.cli.demo.EXAMPLES`; each row runs every example with
-:func:`agent.core.run.run_task` and grades it by the hidden tests the agent never saw, as ``pgs
+:func:`agent.run.run_task.run_task` and grades it by the hidden tests the agent never saw, as ``pgs
 demo`` does, the summary in the shape of ``pgs eval``'s). Resumable: a finished instance (its
 ``.traj`` holds an exit status) is not run again and a row whose summary is newer than its
 ``preds.json`` is not graded again (``--redo``: both again); a row folder whose runs used
@@ -53,22 +53,17 @@ from agent.cli.batch import print_statuses
 from agent.cli.demo import EXAMPLES, _check_hidden_tests, make_example_repo
 from agent.cli.eval import add_environment_flags
 from agent.cli.report import print_comparison
-from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
-from agent.core.errors import INTERRUPTED
-from agent.core.run import (
-    InputError,
-    check_output_dir,
-    check_prices,
-    default_output_dir,
-    load_issue,
-    output_paths,
-    run_task,
-)
 from agent.core.trajectory import write_atomic
+from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
 from agent.pgs.records import FeedbackMode
 from agent.pgs.reviewer import ablation
+from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
+from agent.run.outputs import check_output_dir, default_output_dir, output_paths
+from agent.run.reviewer import check_prices
+from agent.run.run_task import run_task
+from agent.run.task import load_issue
 from agent.swebench import load_instances, parse_python_map, select
 from agent.swebench.batch import Batch, finished_status
 from agent.swebench.executors import add_executor_flags, make_executor
@@ -417,7 +412,7 @@ def run_example(
     *,
     redo: bool,
 ) -> None:
-    from agent.core.run import Task
+    from agent.run.task import Task
 
     paths = output_paths(folder, example.instance_id)
     if not redo and finished_status(paths["traj"]):

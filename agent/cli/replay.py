@@ -32,13 +32,15 @@ from rich.console import Console
 from rich.table import Table
 
 from agent.cli.eval import add_environment_flags
-from agent.core.config import add_config_flags, flag_overrides, load_config, merge
-from agent.core.errors import INTERRUPTED
 from agent.core.parsing import interactive_refusal
-from agent.core.run import InputError, Task, check_repo, output_paths, run_task
+from agent.errors import INTERRUPTED, InputError
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
 from agent.inspect.trajectory import trajectory_from_dict
 from agent.models.script_format import trajectory_kind, trajectory_replies
+from agent.run.config import add_config_flags, flag_overrides, load_config, merge
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import Task, check_repo
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
 from agent.swebench.batch import Batch
 from agent.swebench.executors import make_executor

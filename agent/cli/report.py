@@ -11,8 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from agent.pgs.compare import LABELS, VERDICTS, ReportError, compare
-from envs.cli import USER_ERROR, print_error
+from agent.errors import USER_ERROR, ReportError, print_error
+from agent.pgs.compare import LABELS, VERDICTS, compare
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

@@ -1,6 +1,6 @@
 """``pgs run``: fix one issue in a local repository, or from a GitHub issue URL.
 
-The run goes through :func:`agent.core.run.run_task` with its hooks: :class:`TerminalHook`
+The run goes through :func:`agent.run.run_task.run_task` with its hooks: :class:`TerminalHook`
 (the spinner on stderr, then the report) and, for a GitHub issue,
 :class:`agent.github.pr.OpenPRHook` (``--open-pr`` / ``--comment``). The patch goes to stdout.
 """
@@ -19,28 +19,15 @@ from rich.console import Console
 from rich.status import Status
 
 from agent.cli.view import LiveView
-from agent.core.config import RunConfig, add_config_flags, flag_overrides, load_config
-from agent.core.hooks import RunHook
-from agent.core.locks import Claimed, claim
+from agent.core.locks import claim
 from agent.core.loop import Agent, RunResult
-from agent.core.run import (
-    InputError,
-    Task,
-    apply_patch,
-    check_output_dir,
-    check_prices,
-    check_repo,
-    check_writable,
-    default_output_dir,
-    load_issue,
-    output_paths,
-    usage,
-)
-from agent.core.runlog import RunLog
 from agent.core.secrets import Redactor
+from agent.errors import Claimed, InputError
 from agent.github.client import looks_like_url
 from agent.github.pr import GitHubConfig, check_local_flags, github_task
-from agent.pgs.attempts import (
+from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.run.apply import apply_patch
+from agent.run.attempts import (
     AttemptsConfig,
     add_attempts_flags,
     attempts_config,
@@ -48,7 +35,18 @@ from agent.pgs.attempts import (
     run_attempts,
     summary_lines,
 )
-from agent.pgs.records import PGSRecord, ValidationRecord
+from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
+from agent.run.hooks import RunHook
+from agent.run.outputs import (
+    check_output_dir,
+    check_writable,
+    default_output_dir,
+    output_paths,
+    usage,
+)
+from agent.run.reviewer import check_prices
+from agent.run.runlog import RunLog
+from agent.run.task import Task, check_repo, load_issue
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
@@ -316,8 +314,8 @@ def run_with_progress(
 ) -> RunResult:
     """:func:`run_task` with the live view (:class:`agent.cli.view.LiveView`; ``quiet``: the
     spinner, :class:`TerminalHook`) and the report first, then the run's log file
-    (:class:`agent.core.runlog.RunLog`), then ``hooks``; with ``attempts``, several attempts
-    (:func:`agent.pgs.attempts.run_attempts`: the attempts an earlier run finished are kept,
+    (:class:`agent.run.runlog.RunLog`), then ``hooks``; with ``attempts``, several attempts
+    (:func:`agent.run.attempts.run_attempts`: the attempts an earlier run finished are kept,
     unless ``overwrite``)."""
     check_writable(output_dir)
     with contextlib.ExitStack() as held:

@@ -1,6 +1,6 @@
 """Ctrl-C, SIGTERM and SIGHUP all end a command the same way: a KeyboardInterrupt in the main
 thread, so the agent records ``interrupted`` in the ``.traj``, sandboxes are closed as the stack
-unwinds, and ``pgs`` exits with :data:`agent.core.errors.INTERRUPTED` (130)."""
+unwinds, and ``pgs`` exits with :data:`agent.errors.INTERRUPTED` (130)."""
 
 from __future__ import annotations
 

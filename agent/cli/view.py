@@ -6,7 +6,7 @@ input fed back), then the report. ``--quiet`` gives the one-line spinner instead
 
 On a terminal, with colours and a spinner under the lines while the model thinks; elsewhere (a
 pipe, CI) the same lines, plain, without any control code. What it shows comes from
-:func:`agent.core.runlog.step_lines` and :func:`~agent.core.runlog.round_lines` (the run's log
+:func:`agent.run.runlog.step_lines` and :func:`~agent.run.runlog.round_lines` (the run's log
 file says the same) and goes through the run's :class:`~agent.core.secrets.Redactor`.
 """
 
@@ -20,15 +20,15 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from agent.core.hooks import RunHook
-from agent.core.runlog import round_lines, step_lines, verdict_reason
 from agent.core.secrets import Redactor
+from agent.run.hooks import RunHook
+from agent.run.runlog import round_lines, step_lines, verdict_reason
 
 if TYPE_CHECKING:
-    from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
-    from agent.core.run import Task
     from agent.pgs.records import RoundRecord
+    from agent.run.config import RunConfig
+    from agent.run.task import Task
 
 #: The style of each part of a step or a round.
 STYLES = {

@@ -24,6 +24,8 @@ import jinja2.sandbox
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.errors import ToolConfigError
+
 #: Name of the built-in tool that runs a shell command as it is.
 BASH_TOOL = "bash"
 #: What an argument's name may be.
@@ -34,10 +36,6 @@ PLACEHOLDER = re.compile(rf"(\s*)(?:\[<({ARG_NAME})>\]|<({ARG_NAME})>|\{{({ARG_N
 DEFAULT_FORMAT = "{{value}}"
 #: Renders ``argument_format`` templates, which come from bundle files (hence sandboxed).
 JINJA = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined)
-
-
-class ToolConfigError(ValueError):
-    """A bundle's config.yaml or layout is wrong. The message names the bundle and the field."""
 
 
 def default_bundles_dir() -> Path:

@@ -22,9 +22,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-
-class Claimed(RuntimeError):
-    """Another process (or thread) is running this instance into this folder now."""
+from agent.errors import Claimed
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@
 Control flow goes through a few exceptions that carry what the run ends with:
 :class:`Submitted` (the model submitted a patch), :class:`LimitReached` (steps, time or cost;
 the current diff is kept as the submission), :class:`Forfeited`, and
-:class:`~agent.core.parsing.FormatError` (asked again, at most ``max_format_errors`` times in a
+:class:`~agent.errors.FormatError` (asked again, at most ``max_format_errors`` times in a
 row).
 With ``shell: persistent`` the agent's own commands (and its tools' state commands) share one
 shell session (:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry
@@ -32,18 +32,27 @@ from typing import Any, Literal, Protocol
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.parsing import ActionParser, FormatError, interactive_refusal, parse_text_action
+from agent.core.parsing import ActionParser, interactive_refusal, parse_text_action
 from agent.core.prompts import (
     CONFIG_ONLY,
     FormatErrors,
     Refusals,
     TruncationTemplates,
     default_prompt,
+    format_error,
 )
 from agent.core.tool_output import Truncation, truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
-from agent.models import ContextWindowExceeded, CostLimitExceeded, Model, ModelResponse
+from agent.errors import (
+    ContextWindowExceeded,
+    CostLimitExceeded,
+    Forfeited,
+    FormatError,
+    LimitReached,
+    Submitted,
+)
+from agent.models import Model, ModelResponse
 from envs.sandbox import CommandResult, Sandbox
 
 logger = logging.getLogger(__name__)
@@ -148,23 +157,6 @@ class Reviewer(Protocol):
     def review(self, patch: str) -> str | None: ...
 
     def final_check(self, patch: str, why: str) -> None: ...
-
-
-class Submitted(Exception):
-    def __init__(self, patch: str) -> None:
-        self.patch = patch
-
-
-class LimitReached(Exception):
-    """A step, time or cost limit; ``status`` is the exit status suffix (exit_cost, ...)."""
-
-    def __init__(self, status: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Forfeited(Exception):
-    pass
 
 
 @dataclass
@@ -363,12 +355,12 @@ class Agent:
             thought, command = parse_text_action(response.content, self.config.action_parser)
             return [Action(thought=thought, command=self.toolset.guard_multiline(command))]
         if not response.tool_calls:
-            raise FormatError(kind="no_tool_call")
+            raise format_error(kind="no_tool_call")
         actions = []
         for call in response.tool_calls:
             if call.error:
                 values = {"tool": call.name, "error": call.error}
-                raise FormatError(kind="malformed_arguments", values=values)
+                raise format_error(kind="malformed_arguments", values=values)
             command = self.toolset.to_command(call.name, call.arguments)
             actions.append(
                 Action(thought=response.content, command=command, call_id=call.id, tool=call.name)

@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 from agent.core.prompts import (
-    DEFAULT_FORMAT_ERRORS,
     DEFAULT_REFUSALS,
-    FormatErrors,
     Refusals,
+    format_error,
     render_text,
 )
 
@@ -47,30 +45,6 @@ ACTION_PARSERS: tuple[ActionParser, ...] = (
 
 _FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
-
-
-class FormatError(ValueError):
-    """The model's reply cannot be turned into an action; the loop tells it why. ``kind``: the
-    template of ``agent.format_errors`` that says it (``values``: its variables), rendered with
-    the run's config (:meth:`render`); ``str(error)`` is the shipped text. No kind: the message
-    is the text told."""
-
-    def __init__(
-        self,
-        message: str | None = None,
-        *,
-        kind: str | None = None,
-        values: Mapping[str, Any] | None = None,
-    ) -> None:
-        self.kind = kind
-        self.values = dict(values or {})
-        if message is None:
-            message = DEFAULT_FORMAT_ERRORS.render(kind or "", self.values)
-        super().__init__(message)
-
-    def render(self, templates: FormatErrors) -> str:
-        """The message with ``templates`` (a config's ``agent.format_errors``)."""
-        return str(self) if self.kind is None else templates.render(self.kind, self.values)
 
 
 def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
@@ -95,7 +69,7 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
             body.append(line)
         offset += len(line)
     if open_at is not None and language in ACTION_LANGUAGES:
-        raise FormatError(kind="unclosed_block")
+        raise format_error(kind="unclosed_block")
     return blocks
 
 
@@ -112,12 +86,12 @@ def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, st
             blocks = labelled
     if len(blocks) != 1:
         if not blocks:
-            raise FormatError(kind="no_block")
-        raise FormatError(kind="many_blocks", values={"count": len(blocks)})
+            raise format_error(kind="no_block")
+        raise format_error(kind="many_blocks", values={"count": len(blocks)})
     start, end, body, _ = blocks[0]
     command = body.strip()
     if not command:
-        raise FormatError(kind="empty_block")
+        raise format_error(kind="empty_block")
     thought = (reply[:start] + reply[end:]).strip()
     return thought, command
 

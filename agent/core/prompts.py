@@ -17,11 +17,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jinja2
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from agent.errors import FormatError
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[1] / "config" / "default.yaml"
 
@@ -125,3 +127,18 @@ class TruncationTemplates(BaseModel):
 DEFAULT_FORMAT_ERRORS = FormatErrors()
 DEFAULT_REFUSALS = Refusals()
 DEFAULT_TRUNCATION = TruncationTemplates()
+
+_Error = TypeVar("_Error", bound=FormatError)
+
+
+def format_error(
+    *,
+    kind: str,
+    values: Mapping[str, Any] | None = None,
+    error: type[_Error] = FormatError,  # type: ignore[assignment]
+) -> _Error:
+    """A :class:`~agent.errors.FormatError` (or ``error``, a subclass) of ``kind`` (a template of
+    ``agent.format_errors``) with its ``values``; its message is the shipped text, the loop
+    renders it again with the run's config (:meth:`~agent.errors.FormatError.render`)."""
+    values = dict(values or {})
+    return error(DEFAULT_FORMAT_ERRORS.render(kind, values), kind=kind, values=values)

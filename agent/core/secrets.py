@@ -32,10 +32,22 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from agent.core.config import RunConfig
+from agent.models.base import ModelConfig
+
+
+class Configured(Protocol):
+    """What :meth:`Redactor.for_config` reads of a run's configuration
+    (:class:`agent.run.config.RunConfig`): the model (its key's variable) and the sandbox (its
+    ``env``, when the kind has one)."""
+
+    @property
+    def model(self) -> ModelConfig: ...
+
+    @property
+    def sandbox(self) -> object: ...
+
 
 REDACTED = "***"
 #: Values shorter than this are never secrets (too short to redact without garbling output).
@@ -141,7 +153,7 @@ class Redactor:
         return cls({**host_secrets(extra or {}), **host_secrets(environ)})
 
     @classmethod
-    def for_config(cls, config: RunConfig) -> Redactor:
+    def for_config(cls, config: Configured) -> Redactor:
         """The host's secrets, the keys ``config`` names (declared for the rest of the process)
         and the secret-looking variables of its ``sandbox.env``."""
         declare([config.model.api_key_env])

@@ -9,9 +9,10 @@ gives the sandbox a ``python`` when it has only ``python3`` (SWE-agent's helpers
 ``#!/usr/bin/env python``). After the last bundle the configured registry variables are written
 again, so an ``install.sh`` default (``_write_env WINDOW "$WINDOW"``) never wins over them.
 
-:func:`tools_image` builds, once per image and bundle set, an image with every bundle installed
-while the package indexes (and nothing else, :mod:`envs.images.buildnet`) are in reach
-(``pip install flake8`` in ``install.sh``): the sandbox then runs with the network off, and
+:func:`tools_image` gives, once per image and bundle set, an image with every bundle installed
+while the package indexes (and nothing else) are in reach (``pip install flake8`` in
+``install.sh``): this module writes the build step (:func:`_layer_script`), the image is built
+by :func:`envs.images.tools.tools_layer`. The sandbox then runs with the network off, and
 sourcing ``install.sh`` again finds its packages already there.
 """
 
@@ -19,19 +20,16 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from envs import scratch
+from agent.errors import ToolInstallError
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 if TYPE_CHECKING:
     import docker
 
     from agent.core.bundles import Bundle
-    from agent.core.tools import Toolset
 
 ENV_MARK = "__PGS_TOOL_ENV__"
 FAILED_MARK = "__PGS_INSTALL_FAILED__"
@@ -44,10 +42,6 @@ REGISTRY_FILE = ".swe-agent-env"
 #: A longer issue text is cut before it goes into the PROBLEM_STATEMENT variable (the kernel
 #: refuses a single environment string over 128 KiB).
 MAX_ENV_VALUE = 100_000
-
-
-class ToolInstallError(RuntimeError):
-    """Installing a bundle in the sandbox failed (upload, chmod or install.sh)."""
 
 
 def home(sandbox: Sandbox) -> str:
@@ -228,32 +222,6 @@ def needs_image(bundles: Sequence[Bundle]) -> bool:
     return any((b.path / "install.sh").is_file() for b in bundles)
 
 
-def _content_digest(bundles: Sequence[Bundle]) -> list[Any]:
-    files = []
-    for bundle in bundles:
-        for path in sorted(p for p in bundle.path.rglob("*") if p.is_file()):
-            if "__pycache__" in path.parts:
-                continue
-            files.append([bundle.name, str(path.relative_to(bundle.path)), path.read_bytes().hex()])
-    return files
-
-
-def sandbox_image(image: str, toolset: Toolset, status: Callable[[str], None]) -> str:
-    """The image to start: ``image`` itself, or its tools layer when a bundle has install.sh."""
-    if not needs_image(toolset.bundles):
-        return image
-    from envs.docker_util import docker_client
-
-    status("installing the tool bundles in the image (cached after the first time)")
-    return tools_image(
-        docker_client(),
-        image,
-        toolset.bundles,
-        env_variables=toolset.env_variables,
-        registry=toolset.registry_variables,
-    )
-
-
 def tools_image(
     client: docker.DockerClient,
     image: str,
@@ -263,40 +231,19 @@ def tools_image(
     registry: Mapping[str, Any],
 ) -> str:
     """``image`` with ``bundles`` installed with the package indexes in reach, built once and
-    cached by tag."""
-    from envs.docker_util import labels
+    cached by tag (:func:`envs.images.tools.tools_layer`); a failed install.sh raises
+    :class:`ToolInstallError`."""
     from envs.errors import ImageBuildError
-    from envs.images import Layer, digest, file_lock, image_exists
+    from envs.images import tools_layer
 
-    base_id = image_exists(client, image) or image
-    key = digest(base_id, _content_digest(bundles), sorted(env_variables.items()))[:16]
-    tag = f"pgs-tools:{key}"
-    with file_lock(f"tools-{key}"):
-        if image_exists(client, tag):
-            return tag
-        staging = scratch.mkdtemp("pgs-bundles-")
-        try:
-            folders: dict[str, Path] = {}
-            for bundle in bundles:
-                copy = staging / bundle.name
-                shutil.copytree(bundle.path, copy, ignore=shutil.ignore_patterns("__pycache__"))
-                folders[f"/root/tools/{bundle.name}"] = copy
-            layer = Layer(
-                base=image,
-                steps=[_layer_script(bundles, env_variables, registry)],
-                labels=labels(kind="tools", base=image),
-                workdir="/root",
-                folders=folders,
-            )
-            try:
-                layer.build(client, tag)
-            except ImageBuildError as e:
-                raise ToolInstallError(
-                    f"preparing the tool bundles in {image} (package indexes in reach) failed: {e}"
-                ) from e
-        finally:
-            scratch.remove_tree(staging)
-    return tag
+    folders = {bundle.name: bundle.path for bundle in bundles}
+    script = _layer_script(bundles, env_variables, registry)
+    try:
+        return tools_layer(client, image, folders, script, key=sorted(env_variables.items()))
+    except ImageBuildError as e:
+        raise ToolInstallError(
+            f"preparing the tool bundles in {image} (package indexes in reach) failed: {e}"
+        ) from e
 
 
 def _layer_script(

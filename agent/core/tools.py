@@ -42,14 +42,13 @@ from agent.core.bundles import (
     PLACEHOLDER,
     Bundle,
     ToolArgument,
-    ToolConfigError,
     ToolSpec,
     default_bundle_paths,
     default_bundles_dir,
 )
-from agent.core.parsing import FormatError
+from agent.core.prompts import format_error
 from agent.core.tool_output import OutputKind, Role, ToolOutput, classify_output
-from agent.core.toolenv import ToolInstallError
+from agent.errors import ToolCallError, ToolConfigError, ToolInstallError
 from envs.sandbox import Sandbox
 
 __all__ = [
@@ -86,10 +85,6 @@ def invoked_programs(command: str) -> set[str]:
         if words:
             programs.add(words[0])
     return programs
-
-
-class ToolCallError(FormatError):
-    """The model called an unknown tool or gave bad arguments; the message is for the model."""
 
 
 # -- the toolset ------------------------------------------------------------------------------
@@ -303,7 +298,11 @@ class Toolset:
                 continue
             close = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == end), None)
             if close is None:
-                raise ToolCallError(kind="missing_end_line", values={"tool": words[0], "end": end})
+                raise format_error(
+                    kind="missing_end_line",
+                    values={"tool": words[0], "end": end},
+                    error=ToolCallError,
+                )
             out += [f"{line.rstrip()} << '{end}'", *lines[i + 1 : close], end]
             i = close + 1
         return "\n".join(out)
@@ -313,12 +312,16 @@ class Toolset:
         tool = self.tools.get(name)
         if tool is None:
             tools = ", ".join(self.tools)
-            raise ToolCallError(kind="unknown_tool", values={"tool": repr(name), "tools": tools})
+            raise format_error(
+                kind="unknown_tool",
+                values={"tool": repr(name), "tools": tools},
+                error=ToolCallError,
+            )
         args = _coerce_arguments(tool, arguments)
         if tool.name == BASH_TOOL:
             command = args["command"]
             if not command.strip():
-                raise ToolCallError(kind="empty_command")
+                raise format_error(kind="empty_command", error=ToolCallError)
             return str(command)
         return _render(tool, args)
 
@@ -357,9 +360,13 @@ def _coerce_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | str | None)
             arguments = json.loads(text)
         except ValueError:
             values = {"tool": tool.name, "text": repr(text[:200])}
-            raise ToolCallError(kind="arguments_not_json", values=values) from None
+            raise format_error(
+                kind="arguments_not_json", values=values, error=ToolCallError
+            ) from None
     if not isinstance(arguments, Mapping):
-        raise ToolCallError(kind="arguments_not_object", values={"tool": tool.name})
+        raise format_error(
+            kind="arguments_not_object", values={"tool": tool.name}, error=ToolCallError
+        )
     known = {a.name: a for a in tool.arguments}
     extra = [k for k in arguments if k not in known and k != tool.end_name]
     if extra:
@@ -368,14 +375,14 @@ def _coerce_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | str | None)
             "extra": ", ".join(map(str, extra)),
             "known": ", ".join(known) or "none",
         }
-        raise ToolCallError(kind="unexpected_arguments", values=values)
+        raise format_error(kind="unexpected_arguments", values=values, error=ToolCallError)
     result: dict[str, Any] = {}
     for arg in tool.arguments:
         value = arguments.get(arg.name)
         if value is None:
             if arg.required:
                 values = {"argument": arg.name, "tool": tool.name, "description": arg.description}
-                raise ToolCallError(kind="missing_argument", values=values)
+                raise format_error(kind="missing_argument", values=values, error=ToolCallError)
             continue
         result[arg.name] = _coerce_value(tool, arg, value)
     return result
@@ -402,23 +409,23 @@ def _coerce_value(tool: ToolSpec, arg: ToolArgument, value: Any) -> Any:
         not isinstance(value, expected) or (bool not in expected and isinstance(value, bool))
     ):
         values = {**where, "type": arg.type, "value": json.dumps(value)[:200]}
-        raise ToolCallError(kind="wrong_type", values=values)
+        raise format_error(kind="wrong_type", values=values, error=ToolCallError)
     if isinstance(value, list):
         item_type = _JSON_TYPES.get((arg.items or {}).get("type", ""))
         if item_type and not all(
             isinstance(v, item_type) and not isinstance(v, bool) for v in value
         ):
             values = {**where, "items": str(arg.items), "value": json.dumps(value)}
-            raise ToolCallError(kind="wrong_item_type", values=values)
+            raise format_error(kind="wrong_item_type", values=values, error=ToolCallError)
         if arg.name == "view_range" and len(value) != 2:
             values = {**where, "value": json.dumps(value)}
-            raise ToolCallError(kind="not_a_range", values=values)
+            raise format_error(kind="not_a_range", values=values, error=ToolCallError)
     if arg.enum and value not in arg.enum:
         allowed = ", ".join(map(str, arg.enum))
         values = {**where, "allowed": allowed, "value": repr(value)}
-        raise ToolCallError(kind="not_allowed", values=values)
+        raise format_error(kind="not_allowed", values=values, error=ToolCallError)
     if isinstance(value, str) and "\0" in value:
-        raise ToolCallError(kind="nul_character", values=where)
+        raise format_error(kind="nul_character", values=where, error=ToolCallError)
     return value
 
 
@@ -439,7 +446,7 @@ def _render(tool: ToolSpec, args: Mapping[str, Any]) -> str:
     )
     if any(line == tool.end_name for line in body.split("\n")):
         values = {"tool": tool.name, "end": tool.end_name}
-        raise ToolCallError(kind="end_marker_in_text", values=values)
+        raise format_error(kind="end_marker_in_text", values=values, error=ToolCallError)
     body = body if body.endswith("\n") or not body else body + "\n"
     return f"{head.strip()} << '{tool.end_name}'\n{body}{tool.end_name}"
 

@@ -44,22 +44,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent.core.hooks import RunHook
 from agent.core.loop import RunResult
-from agent.core.run import InputError
 from agent.core.secrets import Redactor
-from agent.github.client import GitHub, GitHubError, IssueRef
+from agent.errors import GitHubError, InputError, Skipped
+from agent.github.client import GitHub, IssueRef
 from agent.github.pr import MARKER, OpenPRHook
+from agent.run.hooks import RunHook
 
 DEFAULT_LABEL = "fix-me"
 DEFAULT_TRIGGER = "@pgs-agent"
 #: The ``author_association`` values of people with write access to the repository.
 TRUSTED = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 EVENTS = "'issues' (labeled), 'issue_comment' (created) and 'workflow_dispatch' (input 'issue')"
-
-
-class Skipped(Exception):
-    """An event ``pgs github`` does not act on; ``str()`` says why, in one line."""
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """GitHub at the boundary: issue URLs, the REST API, and git over HTTPS.
 
 Everything GitHub or git can answer is translated here into :class:`GitHubError`, an
-:class:`~agent.core.run.InputError`: the CLI prints one ``pgs: error:`` line and exits 2.
+:class:`~agent.errors.InputError`: the CLI prints one ``pgs: error:`` line and exits 2.
 
 - :func:`parse_issue_url` checks an issue URL against the API's host (``GITHUB_API_URL``,
   default ``https://api.github.com`` for ``github.com``; a GitHub Enterprise host otherwise).
@@ -32,17 +32,13 @@ from tenacity import (
     wait_exponential,
 )
 
-from agent.core.run import InputError
+from agent.errors import GitHubError, InputError
 
 DEFAULT_API = "https://api.github.com"
 USER_AGENT = "pgs-agent"
 TIMEOUT = 30.0
 #: Most characters of one comment put into the problem statement.
 COMMENT_LIMIT = 6000
-
-
-class GitHubError(InputError):
-    """GitHub or git refused or could not be reached; the message says what to do."""
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """git over HTTPS for GitHub runs: clone an issue's repository, commit the agent's patch, push
-a branch. Runs git through gitpython; a failure is a :class:`~agent.github.client.GitHubError`
-(or an :class:`~agent.core.run.InputError` for what the user gave) with git's reason, the token
+a branch. Runs git through gitpython; a failure is a :class:`~agent.errors.GitHubError`
+(or an :class:`~agent.errors.InputError` for what the user gave) with git's reason, the token
 masked. The token travels in an HTTP header given through the environment, never in a URL or a
 config file (the clone is copied into the sandbox, where the model could read it).
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import git
 
-from agent.core.run import InputError
-from agent.github.client import GitHubError, Repository
+from agent.errors import GitHubError, InputError
+from agent.github.client import Repository
 from envs import scratch
 
 

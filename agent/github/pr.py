@@ -2,7 +2,7 @@
 and on request to a draft pull request (``--open-pr``) or a comment on the issue (``--comment``).
 
 :func:`github_task` turns the URL into a task (the issue fetched, the repository cloned);
-:class:`OpenPRHook`, a run hook (:mod:`agent.core.hooks`) configured by a :class:`GitHubConfig`,
+:class:`OpenPRHook`, a run hook (:mod:`agent.run.hooks`) configured by a :class:`GitHubConfig`,
 sends the patch once the run is done. Without ``send`` nothing is sent anywhere: the API only
 gets GETs. A pull request is opened only for a run that submitted a patch the PGS check passed
 (:func:`refusal`); ``force`` (``--force``) overrides the check (``--feedback none`` runs none),
@@ -20,10 +20,8 @@ from rich.console import Console
 from unidiff import PatchSet
 from unidiff.errors import UnidiffParseError
 
-from agent.core.config import RunConfig
-from agent.core.hooks import RunHook
 from agent.core.loop import RunResult
-from agent.core.run import InputError, Task, check_repo, usage
+from agent.errors import InputError, print_error
 from agent.github.client import (
     GitHub,
     Issue,
@@ -36,7 +34,10 @@ from agent.github.client import (
 from agent.github.git import clone, commit_patch, push
 from agent.pgs.records import PGSRecord, ValidationRecord
 from agent.pgs.report import CheckReport
-from envs.cli import print_error
+from agent.run.config import RunConfig
+from agent.run.hooks import RunHook
+from agent.run.outputs import usage
+from agent.run.task import Task, check_repo
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)

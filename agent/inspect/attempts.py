@@ -8,7 +8,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.inspect.diff import InterdiffError, interdiff, parse_diff
+from agent.errors import InterdiffError
+from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.model import AttemptsView, AttemptView, Diff
 from agent.pgs.selection import AttemptsRecord
 

@@ -5,7 +5,7 @@ The instances are the union of ``<dir>/<id>/<id>.traj`` and ``preds.json`` (read
 :mod:`agent.pgs.compare`, as ``pgs report`` reads them); ``resolved`` comes from a ``pgs eval``
 summary found as ``pgs report`` finds it (or SWE-agent's ``results.json``).
 
-Errors: :class:`~agent.inspect.fields.InspectError` for a folder without trajectories and
+Errors: :class:`~agent.errors.InspectError` for a folder without trajectories and
 predictions, or an evaluation report that is not one.
 """
 
@@ -17,18 +17,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.inspect.fields import (
-    KINDS,
-    InspectError,
-    as_dict,
-    as_float,
-    as_int,
-    is_trajectory,
-    read_json,
-)
+from agent.errors import InspectError, ReportError
+from agent.inspect.fields import KINDS, as_dict, as_float, as_int, is_trajectory, read_json
 from agent.inspect.model import Batch, BatchRow, Trajectory
 from agent.inspect.trajectory import trajectory_from_dict
-from agent.pgs.compare import ReportError, find_eval_report, prediction_fields, read_predictions
+from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions
 
 
 def _traj_paths(folder: Path) -> dict[str, Path]:

@@ -17,15 +17,12 @@ from dataclasses import dataclass
 
 import unidiff
 
+from agent.errors import InterdiffError
 from agent.inspect.model import Diff, DiffLine, FileDiff, Hunk
 
 _PREFIX = re.compile(r"^[ab]/")
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _KINDS = {"+": "added", "-": "removed", " ": "context"}
-
-
-class InterdiffError(ValueError):
-    """Two patches whose difference cannot be rebuilt from the patches alone."""
 
 
 def _clean_path(name: str | None) -> str | None:

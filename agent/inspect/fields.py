@@ -12,15 +12,12 @@ import json
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from agent.errors import InspectError
 from agent.inspect.model import Usage
 
 #: What the three kinds of PATH look like, for error messages.
 KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"
 TRAJ_KEYS = ("trajectory", "history", "info")
-
-
-class InspectError(ValueError):
-    """A PATH that cannot be inspected; the message says what to pass instead."""
 
 
 def as_text(value: Any) -> str:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from agent.errors import InspectError
 from agent.inspect.batch import load_batch
-from agent.inspect.fields import KINDS, TRAJ_KEYS, InspectError
+from agent.inspect.fields import KINDS, TRAJ_KEYS
 from agent.inspect.model import Batch, Trajectory
 from agent.inspect.trajectory import load_trajectory, trajectory_from_dict
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.inspect.diff import InterdiffError, interdiff, parse_diff
+from agent.errors import InterdiffError
+from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.fields import as_dict, as_int, as_list, as_text
 from agent.inspect.model import (
     FailingInput,

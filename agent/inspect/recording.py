@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agent.core.parsing import FormatError, parse_text_action
+from agent.core.parsing import parse_text_action
+from agent.errors import FormatError
 from agent.models.script_format import trajectory_kind, trajectory_replies
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")

@@ -12,7 +12,7 @@ An older or foreign file with keys missing loads too: every missing part becomes
 ``"missing: <what>"`` note, never an exception. The PGS record is read by
 :mod:`agent.inspect.pgs_record`.
 
-Errors: :class:`~agent.inspect.fields.InspectError` from :func:`load_trajectory` for a file that
+Errors: :class:`~agent.errors.InspectError` from :func:`load_trajectory` for a file that
 is not JSON or not a trajectory.
 """
 
@@ -23,12 +23,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from agent.errors import InspectError
 from agent.inspect.attempts import read_attempts
 from agent.inspect.diff import parse_diff
 from agent.inspect.fields import (
     KINDS,
     TRAJ_KEYS,
-    InspectError,
     as_dict,
     as_float,
     as_int,

@@ -20,7 +20,7 @@ clears the filter or goes back to the batch, q or Ctrl-C quits. SIGTERM and SIGH
 they end any pgs command (exit code 130), the terminal given back as it was.
 
 A text longer than :data:`MAX_CHARS` is cut, with a note of how much was left out and where the
-whole text is. :func:`run_tui` raises :class:`~agent.inspect.load.InspectError` for a PATH that
+whole text is. :func:`run_tui` raises :class:`~agent.errors.InspectError` for a PATH that
 cannot be inspected, or when there is no terminal to draw on.
 """
 

@@ -17,10 +17,11 @@ without a price while a cost limit is on (`UnknownPrice`), and `check_priced` sa
 run starts. Prices come from `model.prices`, `DEFAULT_PRICES` or litellm's cost map
 (`agent.models.prices`), in that order.
 
-Modules: `base` (errors and their tree, config, usage records, the protocol), `openai`,
-`litellm`, `human`, `replay`, `prices` (litellm's cost map), `script` (the script format of
-`scripted` and `replay`), `scripted` (the HTTP server). A `model_class` that names nothing
-importable raises `ModelClassError`, one sentence that says what to fix.
+Modules: `base` (the errors' tree, config, usage records, the protocol; the errors are defined
+in `agent.errors` and re-exported here), `openai`, `litellm`, `human`, `replay`, `prices`
+(litellm's cost map), `script` (the script format of `scripted` and `replay`), `scripted` (the
+HTTP server). A `model_class` that names nothing importable raises `ModelClassError`, one
+sentence that says what to fix.
 """
 
 from __future__ import annotations
@@ -28,29 +29,31 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from agent.models.base import (
-    DEFAULT_PRICES,
-    OPENAI_DEFAULT_BASE_URL,
+from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
     CostLimitExceeded,
-    GlobalStats,
     MalformedResponse,
-    Model,
     ModelClassError,
-    ModelConfig,
     ModelError,
     ModelNotFound,
+    RateLimited,
+    ServerError,
+    UnknownPrice,
+    Unreachable,
+)
+from agent.models.base import (
+    DEFAULT_PRICES,
+    OPENAI_DEFAULT_BASE_URL,
+    GlobalStats,
+    Model,
+    ModelConfig,
     ModelResponse,
     ModelStats,
     Pricing,
-    RateLimited,
     RetryConfig,
-    ServerError,
     ToolCall,
-    UnknownPrice,
-    Unreachable,
     require_price,
 )
 from agent.models.human import HumanModel

@@ -1,11 +1,12 @@
-"""The model seam's shared parts: errors, configuration, usage records and the `Model` protocol.
+"""The model seam's shared parts: configuration, usage records and the `Model` protocol.
 
 A `Model` answers `query(messages, tools)` with a `ModelResponse` and keeps `ModelStats`
 (SWE-agent's `model_stats` names). Implementations live beside this module (`openai`, `human`,
 `replay`); `agent.models.get_model` picks one.
 
-Errors never escape as another library's exceptions: each implementation translates its own,
-and each message is one sentence that says what to do::
+Errors never escape as another library's exceptions: each implementation translates its own
+into these (defined in :mod:`agent.errors`), and each message is one sentence that says what
+to do::
 
     ModelError(RuntimeError)              exit_status "exit_api" unless noted
     ├── AuthenticationFailed              401/403: the API key was refused
@@ -31,38 +32,26 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agent.errors import CostLimitExceeded, UnknownPrice
 from agent.models.prices import LITELLM_MISSING, litellm_installed, litellm_price
 
 __all__ = [
     "DEFAULT_PRICES",
     "DUMMY_API_KEY",
     "OPENAI_DEFAULT_BASE_URL",
-    "AuthenticationFailed",
-    "BadRequest",
-    "ContextWindowExceeded",
-    "CostLimitExceeded",
-    "CostLimitName",
     "GlobalStats",
-    "MalformedResponse",
     "Model",
-    "ModelClassError",
     "ModelConfig",
-    "ModelError",
-    "ModelNotFound",
     "ModelResponse",
     "ModelStats",
     "PriceSource",
     "Pricing",
-    "RateLimited",
     "RetryConfig",
-    "ServerError",
     "ToolCall",
-    "UnknownPrice",
-    "Unreachable",
     "check_limits",
     "is_context_overflow",
     "is_transient_status",
@@ -88,76 +77,6 @@ DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
 }
-
-# --------------------------------------------------------------------------- errors
-
-
-class ModelError(RuntimeError):
-    """A model call failed; the message says what to do."""
-
-    exit_status: ClassVar[str] = "exit_api"
-
-
-class AuthenticationFailed(ModelError):
-    """The server refused the API key (HTTP 401 or 403)."""
-
-
-class ModelNotFound(ModelError):
-    """The server does not serve the requested model (HTTP 404)."""
-
-
-class Unreachable(ModelError):
-    """No answer from the server: connection refused, DNS failure or timeout."""
-
-
-class RateLimited(ModelError):
-    """Still rate-limited (HTTP 429) after all retries."""
-
-
-class ServerError(ModelError):
-    """The server kept failing (HTTP 5xx) after all retries."""
-
-
-class MalformedResponse(ModelError):
-    """The server answered, but not with a chat completion (retried like a 5xx)."""
-
-
-class BadRequest(ModelError):
-    """The server rejected the request (HTTP 4xx); retrying would not help."""
-
-
-class ContextWindowExceeded(BadRequest):
-    """The conversation no longer fits the model's context window."""
-
-    exit_status: ClassVar[str] = "exit_context"
-
-
-CostLimitName = Literal["per_instance_cost_limit", "total_cost_limit", "per_instance_call_limit"]
-
-
-class CostLimitExceeded(ModelError):
-    """A cost or call limit was reached; raised before the call that would pass it."""
-
-    exit_status: ClassVar[str] = "exit_cost"
-
-    def __init__(self, limit: CostLimitName, value: float, spent: float) -> None:
-        self.limit = limit
-        self.value = value
-        self.spent = spent
-        what = "calls made" if limit == "per_instance_call_limit" else "spent"
-        super().__init__(
-            f"{limit} of {value:g} reached ({spent:g} {what}): "
-            f"raise {limit} in the model config to continue"
-        )
-
-
-class ModelClassError(ModelError):
-    """`model_class` names no class that can be imported; the message says what to fix."""
-
-
-class UnknownPrice(ModelError):
-    """A cost limit is on, but no price is known for the model: the limit could not hold."""
-
 
 # --------------------------------------------------------------------------- config
 

@@ -6,14 +6,8 @@ import re
 import sys
 from typing import IO, Any
 
-from agent.models.base import (
-    GlobalStats,
-    ModelConfig,
-    ModelError,
-    ModelResponse,
-    ModelStats,
-    ToolCall,
-)
+from agent.errors import ModelError
+from agent.models.base import GlobalStats, ModelConfig, ModelResponse, ModelStats, ToolCall
 
 __all__ = ["HumanModel"]
 

@@ -25,15 +25,8 @@ import os
 import re
 from typing import Any
 
-from agent.models.base import (
-    DUMMY_API_KEY,
-    ContextWindowExceeded,
-    GlobalStats,
-    ModelClassError,
-    ModelConfig,
-    ModelError,
-    is_transient_status,
-)
+from agent.errors import ContextWindowExceeded, ModelClassError, ModelError
+from agent.models.base import DUMMY_API_KEY, GlobalStats, ModelConfig, is_transient_status
 from agent.models.openai import OpenAIModel
 from agent.models.prices import LITELLM_MISSING
 

@@ -24,23 +24,25 @@ import openai  # the package: absolute imports, this module is agent.models.open
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 from tenacity.wait import wait_exponential
 
-from agent.models.base import (
-    DUMMY_API_KEY,
+from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
-    GlobalStats,
     MalformedResponse,
-    ModelConfig,
     ModelError,
     ModelNotFound,
+    RateLimited,
+    ServerError,
+    Unreachable,
+)
+from agent.models.base import (
+    DUMMY_API_KEY,
+    GlobalStats,
+    ModelConfig,
     ModelResponse,
     ModelStats,
     Pricing,
-    RateLimited,
-    ServerError,
     ToolCall,
-    Unreachable,
     check_limits,
     is_context_overflow,
     is_transient_status,

@@ -25,19 +25,22 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from agent.models.base import (
+from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
-    GlobalStats,
     MalformedResponse,
-    ModelConfig,
     ModelError,
     ModelNotFound,
+    RateLimited,
+    ScriptError,
+    ServerError,
+)
+from agent.models.base import (
+    GlobalStats,
+    ModelConfig,
     ModelResponse,
     ModelStats,
-    RateLimited,
-    ServerError,
     ToolCall,
     check_limits,
     is_context_overflow,
@@ -48,7 +51,6 @@ from agent.models.script_format import (
     ErrorReply,
     RawReply,
     Reply,
-    ScriptError,
     ScriptSource,
     Step,
     load_script,

@@ -42,6 +42,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.errors import ScriptError
+
 __all__ = [
     "ErrorReply",
     "Policy",
@@ -60,10 +62,6 @@ __all__ = [
     "trajectory_kind",
     "trajectory_replies",
 ]
-
-
-class ScriptError(ValueError):
-    """A script cannot be loaded; the message names the file, the step and the field."""
 
 
 class ScriptedToolCall(BaseModel):

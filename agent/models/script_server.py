@@ -27,11 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
+from agent.errors import ScriptError
 from agent.models.script_format import (
     ErrorReply,
     RawReply,
     Reply,
-    ScriptError,
     ScriptSource,
     load_script,
     message_tokens,

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from agent.errors import CheckError
 from agent.pgs.report import TEST_CMD_PREFIX, CheckReport, TestResult
-from agent.pgs.runner import CheckError, CheckSettings, plugin_dir, run_pytest, run_test_cmd, tail
+from agent.pgs.runner import CheckSettings, plugin_dir, run_pytest, run_test_cmd, tail
 from envs.sandbox import Sandbox
 
 

@@ -29,11 +29,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from agent.errors import CheckError
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
 from agent.pgs.guard import SAFE_GIT
 from agent.pgs.records import GuardedChange
 from agent.pgs.report import CheckReport, Coverage, TestResult
-from agent.pgs.runner import CheckError, CheckSettings, run_pytest, run_test_cmd, tail
+from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd, tail
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 #: Files pytest reads in every folder from the repository's root down to a test file: each is

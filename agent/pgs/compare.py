@@ -13,7 +13,7 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - ``pgs_rounds``: feedback messages sent to the Generator;
 - ``pgs_feedback_tokens``: tokens of those messages, by :class:`agent.pgs.feedback.SimpleCounter`
   (the same count whatever the model, so modes and models compare);
-- ``cost``: the Generator's and the Tester's cost together (:func:`agent.core.run.usage`);
+- ``cost``: the Generator's and the Tester's cost together (:func:`agent.pgs.usage.recorded_usage`);
 - the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
   ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
   shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
@@ -41,7 +41,6 @@ Errors: a folder that is not a run (no predictions, or predictions without traje
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +48,10 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from agent.core.trajectory import Trajectory
+from agent.errors import ReportError
 from agent.pgs.records import Ablation, FeedbackMode, PGSRecord
 from agent.pgs.tokens import SimpleCounter
+from agent.pgs.usage import recorded_usage
 
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
 MODES = ("none", "io", "property", "property-min")
@@ -68,10 +68,6 @@ SETTING_FIELDS = {
 }
 #: What rows are grouped by, in this order.
 KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink")
-
-
-class ReportError(ValueError):
-    """A folder ``pgs report`` cannot read as a run; the message says what to do."""
 
 
 # -- the fields of one prediction ---------------------------------------------------------------
@@ -132,18 +128,8 @@ def ablation_of(trajectory: dict[str, Any], *, mode: str | None = None) -> Ablat
 
 
 def _cost(trajectory: dict[str, Any]) -> float:
-    """:func:`agent.core.run.usage`'s ``instance_cost`` (Generator + Tester) of a ``.traj``."""
-    # Imported here: agent.core.run may import this module to write its own .pred.
-    from agent.core.loop import RunResult
-    from agent.core.run import usage
-
-    traj = Trajectory(Path(os.devnull), replay_config={})
-    traj.info = dict(trajectory.get("info") or {})
-    traj.extra = {"pgs": trajectory.get("pgs") or {}}
-    result = RunResult(
-        exit_status=str(traj.info.get("exit_status")), submission="", steps=0, trajectory=traj
-    )
-    return usage(result)["instance_cost"]
+    """The ``instance_cost`` (Generator + Tester) of a ``.traj``'s content."""
+    return recorded_usage(trajectory)["instance_cost"]
 
 
 # -- reading run folders ------------------------------------------------------------------------

@@ -33,6 +33,7 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.prompts import default_prompt
+from agent.errors import TokenizerUnavailable
 from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
 from agent.pgs.tokens import (
     ChosenCounter,
@@ -42,7 +43,6 @@ from agent.pgs.tokens import (
     TiktokenCounter,
     TokenCounter,
     TokenizerName,
-    TokenizerUnavailable,
     VllmCounter,
     get_counter,
     tokenize_url,

@@ -14,7 +14,7 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from agent.pgs.runner import CheckError
+from agent.errors import CheckError
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 

@@ -51,7 +51,8 @@ from agent.core.loop import AgentConfig
 from agent.core.prompts import CONFIG_ONLY, default_prompt, render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.models import Model, ModelError
+from agent.errors import ModelError
+from agent.models import Model
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.feedback import (

@@ -34,10 +34,6 @@ PLUGIN_DIR = ".pgs_plugin"
 OUTPUT_TAIL = 4000
 
 
-class CheckError(RuntimeError):
-    """Checking could not be done (a patch that does not parse or apply back)."""
-
-
 class CheckSettings(BaseModel):
     """How properties and tests are run in the sandbox."""
 

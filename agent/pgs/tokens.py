@@ -54,6 +54,7 @@ from typing import Annotated, Any, Protocol
 
 from pydantic import AfterValidator
 
+from agent.errors import TokenizerUnavailable
 from agent.models import OPENAI_DEFAULT_BASE_URL, ModelConfig
 
 logger = logging.getLogger(__name__)
@@ -89,10 +90,6 @@ def _checked(spec: str) -> str:
 
 #: The ``pgs.tokenizer`` setting: a string :func:`parse_tokenizer` accepts.
 TokenizerName = Annotated[str, AfterValidator(_checked)]
-
-
-class TokenizerUnavailable(RuntimeError):
-    """A tokenizer cannot be loaded or stopped answering; the caller falls back to simple."""
 
 
 class TokenCounter(Protocol):

@@ -6,6 +6,7 @@
 - :mod:`agent.swebench.grading`: evaluation scripts and swebench's grading.
 """
 
+from agent.errors import InstanceError
 from agent.swebench.grading import (
     APPLY_PATCH_FAIL,
     APPLY_PATCH_PASS,
@@ -25,7 +26,6 @@ from agent.swebench.images import (
 )
 from agent.swebench.records import (
     Instance,
-    InstanceError,
     check_commits,
     find_mirror,
     load_hub_dataset,

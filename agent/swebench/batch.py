@@ -2,7 +2,7 @@
 
 Each instance gets a working tree at ``base_commit`` (cloned from the mirror into a temporary
 folder, sharing its objects), its instance image (:mod:`agent.swebench`), and one
-:func:`agent.core.run.run_task` in its own container, with the repository at ``/testbed``. All
+:func:`agent.run.run_task.run_task` in its own container, with the repository at ``/testbed``. All
 instances share one :class:`~agent.models.GlobalStats`, so ``--model.total-cost-limit`` caps
 the whole batch: no instance starts once it is reached.
 
@@ -63,27 +63,33 @@ from pydantic import BaseModel, ConfigDict
 from rich.console import Console
 from rich.live import Live
 
-from agent.core.config import ConfigError, RunConfig
-from agent.core.errors import INFRASTRUCTURE_ERRORS, INTERRUPTED
-from agent.core.hooks import Hooks, RunHook
-from agent.core.locks import Claimed, claim, folder_lock
-from agent.core.run import InputError, RunFailed, Task, output_paths
-from agent.core.runlog import BatchLog, RunLog
+from agent.core.locks import claim, folder_lock
 from agent.core.secrets import Redactor
-from agent.core.tools import ToolConfigError, ToolInstallError
 from agent.core.trajectory import write_atomic
-from agent.models import (
+from agent.errors import (
+    INFRASTRUCTURE_ERRORS,
+    INTERRUPTED,
     AuthenticationFailed,
-    GlobalStats,
+    Claimed,
+    ConfigError,
+    InputError,
     ModelNotFound,
     RateLimited,
+    RunFailed,
     ServerError,
+    ToolConfigError,
+    ToolInstallError,
     Unreachable,
-    model_kind,
 )
-from agent.pgs.attempts import AttemptsConfig, remove_attempts, run_attempts
+from agent.models import GlobalStats, model_kind
 from agent.pgs.compare import ablation_of, prediction_fields
 from agent.pgs.reviewer import ablation
+from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
+from agent.run.config import RunConfig
+from agent.run.hooks import Hooks, RunHook
+from agent.run.outputs import output_paths
+from agent.run.runlog import BatchLog, RunLog
+from agent.run.task import Task
 from agent.swebench import (
     TESTBED,
     Environments,
@@ -231,7 +237,7 @@ class Batch:
     halted: str | None = None
     #: The batch stopped early on a mistake in the command (:data:`MISTAKES`), not the machine.
     halted_by_mistake: bool = False
-    #: Generator attempts per instance (``--attempts``, :mod:`agent.pgs.attempts`).
+    #: Generator attempts per instance (``--attempts``, :mod:`agent.run.attempts`).
     attempts: AttemptsConfig = field(default_factory=AttemptsConfig)
 
     @cached_property

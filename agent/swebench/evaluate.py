@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.core.trajectory import write_atomic
+from agent.errors import MissingData
 from agent.swebench import (
     APPLY_PATCH_FAIL,
     APPLY_PATCH_PASS,
@@ -76,7 +77,6 @@ from agent.swebench.executors import (
     LocalExecutor,
 )
 from agent.swebench.grading import network_failure
-from agent.swebench.records import MissingData
 from envs import scratch
 from envs.errors import EnvError
 

@@ -17,7 +17,7 @@ implementations:
 ``shares_files`` tells the driver which kind of job to submit: one that writes into the output
 folder, or a detached one that works in a scratch folder and returns its files.
 
-Errors: :class:`ExecutorError` (an :class:`~agent.core.run.InputError`: one line, exit code 2) when
+Errors: :class:`ExecutorError` (an :class:`~agent.errors.InputError`: one line, exit code 2) when
 Ray is missing or the cluster cannot be reached or has no ``docker`` resource.
 """
 
@@ -30,17 +30,13 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from agent.core.run import InputError
+from agent.errors import ExecutorError
 
 #: The custom Ray resource a node offers per instance it may run at once.
 RESOURCE = "docker"
 #: How often Ray reruns a task whose worker or node died (not a job's own failure).
 MAX_RETRIES = 3
 ExecutorName = Literal["local", "ray"]
-
-
-class ExecutorError(InputError):
-    """The executor cannot run: Ray missing, the cluster unreachable or without Docker nodes."""
 
 
 @dataclass

@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agent.swebench.records import Instance, InstanceError
+from agent.errors import InstanceError
+from agent.swebench.records import Instance
 from agent.swebench.specs import InstanceSpec, table_specs
 
 TESTBED = "/testbed"

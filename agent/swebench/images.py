@@ -34,15 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.errors import MissingData
 from agent.swebench.official import _reason, official_image
-from agent.swebench.records import (
-    Instance,
-    MissingData,
-    Status,
-    check_commits,
-    find_mirror,
-    quiet,
-)
+from agent.swebench.records import Instance, Status, check_commits, find_mirror, quiet
 from agent.swebench.specs import InstanceSpec, env_steps, instance_spec
 from envs import images, scratch
 from envs.docker_util import docker_client, labels

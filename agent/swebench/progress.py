@@ -1,7 +1,7 @@
 """What ``pgs batch`` shows while it runs: one line of totals, one row per running instance.
 
 :class:`Progress` is updated from the worker threads under its lock; each instance's run feeds
-its row through a run hook (:class:`SlotHook`, :mod:`agent.core.hooks`).
+its row through a run hook (:class:`SlotHook`, :mod:`agent.run.hooks`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from agent.core.hooks import RunHook
 from agent.core.loop import Agent
 from agent.models import GlobalStats
+from agent.run.hooks import RunHook
 
 
 @dataclass

@@ -20,26 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.core.run import InputError
+from agent.errors import InstanceError, MissingData
 from envs.errors import EnvError
 from envs.images import cache_dir, file_lock, has_commit
 
 Status = Callable[[str], None]
-
-
-class InstanceError(InputError):
-    """A record, dataset or selection the user must fix; the message says what."""
-
-
-class MissingData(InstanceError):
-    """The repository copy lacks what the record needs (a commit it names, or files of it): a
-    problem of the data here (an incomplete snapshot, an outdated mirror), not of the record or
-    of a patch; ``pgs eval`` reports the instance as not checkable here, ``reason`` saying why
-    in one phrase."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 def quiet(_: str) -> None:

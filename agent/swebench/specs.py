@@ -32,7 +32,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.swebench.records import Instance, InstanceError
+from agent.errors import InstanceError
+from agent.swebench.records import Instance
 from envs.errors import EnvError
 from envs.images import DEBIAN_SUITES, check_python, quote_requirement, show
 

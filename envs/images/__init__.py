@@ -7,7 +7,8 @@ layer and the repository at one commit. The public API of the package; see the m
 - :mod:`envs.images.build`: building layers, the cache, locks;
 - :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
 - :mod:`envs.images.git`: the repository as it goes into an image;
-- :mod:`envs.images.housekeeping`: listing and removing what pgs made.
+- :mod:`envs.images.housekeeping`: listing and removing what pgs made;
+- :mod:`envs.images.tools`: the tools layer (folders and a step, the package indexes in reach).
 """
 
 from envs.images.base import (
@@ -66,6 +67,7 @@ from envs.images.repo import (
     load_repo_spec,
     repo_image_name,
 )
+from envs.images.tools import tools_layer
 
 __all__ = [
     "BASE_PACKAGES",
@@ -115,5 +117,6 @@ __all__ = [
     "repo_image_name",
     "resolve_commit",
     "show",
+    "tools_layer",
     "venv_steps",
 ]

@@ -7,7 +7,6 @@ import fcntl
 import hashlib
 import io
 import json
-import os
 import re
 import shlex
 import tarfile
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from envs import scratch
 from envs.docker_util import HOST_LABEL, PID_LABEL, STARTED_LABEL, translate_errors
 from envs.errors import DISK_FULL_HINT, DiskFull, ImageBuildError, looks_like_disk_full
+from envs.scratch import cache_dir
 
 if TYPE_CHECKING:
     import docker
@@ -51,14 +51,6 @@ def render(name: str, **values: Any) -> str:
 
     env = jinja2.Environment(keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     return env.from_string(recipe(name)).render(**values)
-
-
-def cache_dir() -> Path:
-    """``$PGS_CACHE_DIR``, else ``$XDG_CACHE_HOME/pgs``, else ``~/.cache/pgs``."""
-    if os.environ.get("PGS_CACHE_DIR"):
-        return Path(os.environ["PGS_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pgs"
 
 
 @contextmanager

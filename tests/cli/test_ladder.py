@@ -296,7 +296,7 @@ def test_a_mistake_is_one_error_line(
 
 
 def test_the_paper_config_is_shipped_and_named_by_its_name(tmp_path: Path) -> None:
-    from agent.core.config import load_config
+    from agent.run.config import load_config
 
     for name in ("paper", "paper.yaml"):
         config = load_config([Path(name)], {"model": {"name": "m"}})

@@ -151,8 +151,8 @@ def test_the_demo_with_a_key_and_an_unknown_model_is_refused_before_its_image(
 def test_the_recorded_demo_and_the_replay_model_need_no_price() -> None:
     # The demo's recorded session is priced at 0 by the demo itself; the replay model bills
     # nothing: neither is refused (tests/cli/test_ladder.py runs the replay model unpriced).
-    from agent.core.config import load_config
-    from agent.core.run import check_prices
+    from agent.run.config import load_config
+    from agent.run.reviewer import check_prices
 
     check_prices(load_config(None, {"model": {"name": "replay", "script": "x.yaml"}}))
     check_prices(load_config(None, {"model": {"name": "human"}}))

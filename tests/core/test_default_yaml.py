@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from agent.core.config import RunConfig, load_config
 from agent.core.prompts import DEFAULT_CONFIG
 from agent.core.tool_output import Truncation
+from agent.run.config import RunConfig, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = {p: p.read_text() for p in (ROOT / "agent").rglob("*.py")}

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.core.config import RunConfig, load_config
-from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
-from agent.core.run import Task, check_repo, load_issue, run_task
 from agent.models.script_server import ScriptedServer
 from agent.pgs.records import RoundRecord
+from agent.run.config import RunConfig, load_config
+from agent.run.hooks import Hooks, RunHook
+from agent.run.run_task import run_task
+from agent.run.task import Task, check_repo, load_issue
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, SUBMIT, bash
 

@@ -20,8 +20,10 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.core.run import check_repo, load_issue, output_paths, run_task
 from agent.models.script_server import ScriptedServer
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import check_repo, load_issue
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import git, make_repo
 from tests.support.textutil import (

@@ -19,7 +19,8 @@ import pytest
 from agent.core.loop import Agent, AgentConfig, RunResult
 from agent.core.tools import Toolset, default_bundle_paths
 from agent.core.trajectory import Trajectory
-from agent.models import BadRequest, ModelConfig, ReplayModel, RetryConfig
+from agent.errors import BadRequest
+from agent.models import ModelConfig, ReplayModel, RetryConfig
 from agent.models.script_format import message_tokens
 from envs.local import LocalSandbox
 from tests.repos import make_repo

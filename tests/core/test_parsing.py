@@ -10,7 +10,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from agent.core import parsing
-from agent.core.parsing import FormatError, interactive_refusal, parse_text_action, shell_words
+from agent.core.parsing import interactive_refusal, parse_text_action, shell_words
+from agent.errors import FormatError
 
 
 def test_thought_and_one_bash_block() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent.core.parsing import ActionParser, FormatError, parse_text_action
+from agent.core.parsing import ActionParser, parse_text_action
+from agent.errors import FormatError
 
 #: pytest-dev__pytest-7432, messages[58]: quotes output in an unlabelled fence, then runs one
 #: ```bash block. mini-swe-agent ran it; pgs used to count two actions and refuse the reply.

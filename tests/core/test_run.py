@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.core.run import InputError, apply_patch, links_outside
+from agent.errors import InputError
+from agent.run.apply import apply_patch, links_outside
 from tests.repos import git, make_repo
 
 

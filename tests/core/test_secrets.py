@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.core.config import load_config
 from agent.core.secrets import (
     MIN_LENGTH,
     REDACTED,
@@ -21,6 +20,7 @@ from agent.core.secrets import (
     is_secret,
 )
 from agent.core.trajectory import Trajectory
+from agent.run.config import load_config
 
 CANARY = f"canary-{uuid.uuid4().hex[:16]}"
 

@@ -16,21 +16,18 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from agent.core.parsing import FormatError
 from agent.core.tools import (
     BASH_TOOL,
     Bundle,
     OutputKind,
     Role,
-    ToolCallError,
-    ToolConfigError,
-    ToolInstallError,
     ToolOutput,
     Toolset,
     classify_output,
     default_bundle_paths,
     default_bundles_dir,
 )
+from agent.errors import FormatError, ToolCallError, ToolConfigError, ToolInstallError
 from envs.local import LocalSandbox
 from tests.repos import make_repo
 from tests.tools.toolbox import SANDBOX_KINDS, ToolBox, toolbox

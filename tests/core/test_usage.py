@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.core.loop import RunResult
-from agent.core.run import usage
 from agent.core.trajectory import Trajectory
+from agent.run.outputs import usage
 
 
 def result_with(generator: dict[str, float], tester: dict[str, float] | None) -> RunResult:

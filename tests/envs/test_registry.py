@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.core.config import RunConfig, dump, load_config
 from agent.models.script_server import ScriptedServer
+from agent.run.config import RunConfig, dump, load_config
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import SandboxTypeError, config_class, sandbox_config

@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 import agent.github.client
 from agent.cli import main
-from agent.github.action import ActionRules, Skipped, decide, mentions
+from agent.errors import Skipped
+from agent.github.action import ActionRules, decide, mentions
 from agent.github.client import RetrySettings
 from agent.github.pr import MARKER
 from agent.models.script_server import ScriptedServer
@@ -182,7 +183,7 @@ def test_a_run_by_hand_names_the_issue_in_its_input() -> None:
     trigger = decide("workflow_dispatch", dispatch, ActionRules(), environ={})
     assert (trigger.ref.full_name, trigger.ref.number) == (REPO, 7)
     assert trigger.reason == "run by hand by @maintainer"
-    from agent.core.run import InputError
+    from agent.errors import InputError
 
     for bad in ("", "seven", "0", None):
         with pytest.raises(InputError, match="give the number of the issue to fix"):
@@ -190,7 +191,7 @@ def test_a_run_by_hand_names_the_issue_in_its_input() -> None:
 
 
 def test_an_event_of_another_repository_is_refused() -> None:
-    from agent.core.run import InputError
+    from agent.errors import InputError
 
     with pytest.raises(InputError, match="about octo/textutil but the workflow runs in me/other"):
         decide("issues", LABELED, ActionRules(), environ={"GITHUB_REPOSITORY": "me/other"})

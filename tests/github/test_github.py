@@ -22,12 +22,13 @@ from pydantic import ValidationError
 
 import agent.github.client
 from agent.cli import main
-from agent.core.config import load_config
 from agent.core.loop import RunResult
-from agent.core.run import InputError, run_task
+from agent.errors import InputError
 from agent.github.client import RetrySettings, parse_issue_url
 from agent.github.pr import GitHubConfig, OpenPRHook, github_task
 from agent.models.script_server import ScriptedServer
+from agent.run.config import load_config
+from agent.run.run_task import run_task
 from tests.support.github_fake import FakeGitHub
 from tests.support.textutil import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
 from tests.support.textutil import cli_error as _cli_error

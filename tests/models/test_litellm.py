@@ -12,15 +12,8 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models import (
-    AuthenticationFailed,
-    ContextWindowExceeded,
-    ModelConfig,
-    RetryConfig,
-    ServerError,
-    get_model,
-    model_kind,
-)
+from agent.errors import AuthenticationFailed, ContextWindowExceeded, ServerError
+from agent.models import ModelConfig, RetryConfig, get_model, model_kind
 from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
@@ -94,7 +87,7 @@ def test_errors_and_retries_are_the_openai_models() -> None:
 
 
 def test_a_cost_limit_stops_a_litellm_model_before_the_call() -> None:
-    from agent.models import CostLimitExceeded
+    from agent.errors import CostLimitExceeded
 
     with ScriptedServer([{"content": "a"}] * 3) as server:
         model = litellm_model(

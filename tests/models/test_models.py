@@ -16,28 +16,30 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agent.models import (
-    DEFAULT_PRICES,
+from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
     CostLimitExceeded,
-    GlobalStats,
-    HumanModel,
     MalformedResponse,
     ModelClassError,
-    ModelConfig,
     ModelError,
     ModelNotFound,
-    ModelResponse,
-    ModelStats,
-    OpenAIModel,
     RateLimited,
-    ReplayModel,
-    RetryConfig,
     ServerError,
     UnknownPrice,
     Unreachable,
+)
+from agent.models import (
+    DEFAULT_PRICES,
+    GlobalStats,
+    HumanModel,
+    ModelConfig,
+    ModelResponse,
+    ModelStats,
+    OpenAIModel,
+    ReplayModel,
+    RetryConfig,
     get_model,
     get_model_class,
 )

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.models import ModelConfig, Pricing, UnknownPrice, require_price
+from agent.errors import UnknownPrice
+from agent.models import ModelConfig, Pricing, require_price
 from agent.models.prices import cost_map_path
 from tests.support.textutil import pgs_env
 

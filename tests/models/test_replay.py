@@ -16,25 +16,28 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.core.config import add_config_flags, flag_overrides, load_config
-from agent.models import (
+from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
     CostLimitExceeded,
+    ModelNotFound,
+    RateLimited,
+    ScriptError,
+    ServerError,
+)
+from agent.models import (
     GlobalStats,
     ModelConfig,
-    ModelNotFound,
     ModelResponse,
     OpenAIModel,
-    RateLimited,
     ReplayModel,
     RetryConfig,
-    ServerError,
     get_model,
 )
-from agent.models.script_format import ScriptError, ScriptSource
+from agent.models.script_format import ScriptSource
 from agent.models.script_server import ScriptedServer
+from agent.run.config import add_config_flags, flag_overrides, load_config
 
 FAST = RetryConfig(attempts=3, min_wait=0.001, max_wait=0.01)
 FREE = {"m": (0.0, 0.0)}

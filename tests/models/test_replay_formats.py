@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from agent.errors import ScriptError
 from agent.models import ModelConfig
 from agent.models.replay import ReplayModel
-from agent.models.script_format import ScriptError, load_script
+from agent.models.script_format import load_script
 
 #: Replies of gemini-3-pro under mini-swe-agent 1.15 (pallets__flask-5014, messages[2] and
 #: messages[-2], public results bash-only/20251118_mini-v1.15.0_gemini-3-pro-preview-20251118).

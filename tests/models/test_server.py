@@ -22,15 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.cli.serve import register
+from agent.errors import ScriptError
 from agent.models import ModelConfig, OpenAIModel, RetryConfig
-from agent.models.script_format import (
-    ErrorReply,
-    Reply,
-    ScriptError,
-    count_tokens,
-    load_script,
-    parse_step,
-)
+from agent.models.script_format import ErrorReply, Reply, count_tokens, load_script, parse_step
 from agent.models.script_server import ScriptedServer
 
 FAST = RetryConfig(attempts=2, min_wait=0.001, max_wait=0.01)

@@ -515,7 +515,7 @@ def test_attempts_stop_early_once_one_passes(
 def test_a_detached_run_s_attempt_folders_land_in_the_output_folder(tmp_path: Path) -> None:
     """What a Ray task returns (``Finished.files``, by path relative to ``<id>/``) is written
     by the driver as the local run wrote it: the attempt folders beside the main files."""
-    from agent.core.config import load_config
+    from agent.run.config import load_config
     from agent.swebench import Environments, Instance
     from agent.swebench.batch import Batch, Finished
     from agent.swebench.progress import Progress

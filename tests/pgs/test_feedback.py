@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.errors import TokenizerUnavailable
 from agent.pgs import feedback
 from agent.pgs.feedback import MAX_TRACE_LINES, failure_input, render_feedback, select_failure
 from agent.pgs.report import PRIORITY, Category, CheckReport, FailingInput, TestResult
-from agent.pgs.tokens import SimpleCounter, TokenizerUnavailable
+from agent.pgs.tokens import SimpleCounter
 
 SIMPLE = SimpleCounter()
 

@@ -32,10 +32,12 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.core.config import load_config
 from agent.core.loop import RunResult
-from agent.core.run import check_repo, load_issue, output_paths, run_task
 from agent.models.script_server import ScriptedServer
+from agent.run.config import load_config
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import check_repo, load_issue
 from tests.pgs.checking import assert_unsound_dropped
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from agent.core.loop import RunResult
-from agent.core.run import usage
 from agent.core.trajectory import Trajectory
 from agent.github.pr import evidence, refusal
 from agent.pgs.compare import prediction_fields
@@ -27,6 +26,7 @@ from agent.pgs.records import (
     TesterConversation,
     ValidationRecord,
 )
+from agent.run.outputs import usage
 
 OLD_TRAJ = Path(__file__).resolve().parents[1] / "data" / "pgs-demo-bce24f8.traj"
 

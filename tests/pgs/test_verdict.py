@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from agent.core.loop import Agent, AgentConfig, RunResult
-from agent.core.run import usage
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.report import CheckReport, Coverage, TestResult
 from agent.pgs.reviewer import judge
 from agent.pgs.validate import drop_contradictions, explicit_examples
+from agent.run.outputs import usage
 from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.repos import make_repo
 

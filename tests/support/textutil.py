@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.core.config import load_config, merge
 from agent.core.loop import RunResult
-from agent.core.run import check_repo, load_issue, output_paths, run_task
 from agent.models.script_server import ScriptedServer, ScriptSource
+from agent.run.config import load_config, merge
+from agent.run.outputs import output_paths
+from agent.run.run_task import run_task
+from agent.run.task import check_repo, load_issue
 
 MODEL = "scripted"
 FAST_RETRIES = {"attempts": 3, "min_wait": 0.01, "max_wait": 0.05}

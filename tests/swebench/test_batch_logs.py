@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.core.run import output_paths
 from agent.models.script_server import ScriptedServer
+from agent.run.outputs import output_paths
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 IDS = [f"acme__textkit-{n}" for n in (1, 2, 3, 4)]

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.core.run import output_paths
 from agent.models.script_server import ScriptedServer
+from agent.run.outputs import output_paths
 from agent.swebench.batch import finished_status
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 from tests.support.textutil import ROOT, closed_port, pgs_env

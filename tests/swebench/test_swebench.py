@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.core.run import output_paths
 from agent.models.script_server import ScriptedServer
+from agent.run.outputs import output_paths
 from agent.swebench import (
     Instance,
     InstanceError,

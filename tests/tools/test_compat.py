@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 
 from agent.core import toolenv
-from agent.core.config import TOOL_ENV
-from agent.core.tools import OutputKind, ToolCallError, ToolInstallError, Toolset, classify_output
+from agent.core.tools import OutputKind, Toolset, classify_output
+from agent.errors import ToolCallError, ToolInstallError
+from agent.run.config import TOOL_ENV
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.local import LocalSandbox
 from tests.repos import make_repo

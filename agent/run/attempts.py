@@ -1,7 +1,7 @@
 """Several attempts on one issue, one patch chosen by the evidence (``--attempts K``).
 
 :func:`run_attempts` runs the Generator K times on the same task (each attempt is one
-:func:`agent.core.run.run_task`, in its own sandbox, from the original code; its sampling
+:func:`agent.run.run_task.run_task`, in its own sandbox, from the original code; its sampling
 temperature from ``--attempt-temperatures``), with ONE Tester property set: the first attempt
 whose Tester wrote properties pays for them, every later attempt adopts them as validated
 (:mod:`agent.pgs.shared`; no Tester turn, no fresh probes). Attempts stop early when one's
@@ -18,7 +18,7 @@ why the chosen one won; :class:`~agent.pgs.selection.AttemptsRecord`).
 Resume: an attempt whose ``.traj`` holds an exit status (not ``interrupted`` nor
 ``exit_error``) and whose ``.pred`` is written is kept and not run again; the shared
 properties are read back from its ``.traj``. ``--attempts 1`` (the default) is a single
-:func:`~agent.core.run.run_task`, as without this module.
+:func:`~agent.run.run_task.run_task`, as without this module.
 """
 
 from __future__ import annotations
@@ -34,23 +34,11 @@ from typing import Any, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.config import RunConfig
-from agent.core.hooks import Hooks, RunHook
 from agent.core.loop import Agent, RunResult
-from agent.core.run import (
-    InputError,
-    Task,
-    base_commit,
-    close_after_error,
-    open_sandbox,
-    output_paths,
-    run_task,
-    usage,
-    write_results,
-)
 from agent.core.secrets import Redactor
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
+from agent.errors import InputError
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter
 from agent.pgs.records import PGSRecord, RoundRecord, Verdict
@@ -59,6 +47,13 @@ from agent.pgs.report import CheckReport
 from agent.pgs.reviewer import PGS, flagged, judge
 from agent.pgs.selection import AttemptsRecord, Candidate, choose, evidence
 from agent.pgs.shared import SharedProperties
+from agent.pgs.usage import recorded_usage
+from agent.run.config import RunConfig
+from agent.run.hooks import Hooks, RunHook
+from agent.run.outputs import output_paths, write_results
+from agent.run.run_task import run_task
+from agent.run.sandbox import base_commit, close_after_error, open_sandbox
+from agent.run.task import Task
 
 #: Exit statuses of an attempt that a resume runs again.
 UNFINISHED = {None, "interrupted", "exit_error"}
@@ -178,10 +173,7 @@ def _finished(paths: dict[str, Path]) -> dict[str, Any] | None:
 
 def costs(data: dict[str, Any]) -> tuple[float, float]:
     """(total, Tester) cost of one attempt's ``.traj``."""
-    traj = Trajectory(Path(os.devnull), replay_config={})
-    traj.info = dict(data.get("info") or {})
-    traj.extra = {"pgs": data.get("pgs") or {}}
-    spent = usage(RunResult(exit_status="", submission="", steps=0, trajectory=traj))
+    spent = recorded_usage(data)
     return spent["instance_cost"], spent["tester_cost"]
 
 

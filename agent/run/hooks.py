@@ -1,6 +1,6 @@
 """Run hooks: what watches or follows a run plugs in here, instead of callbacks passed down.
 
-:func:`agent.core.run.run_task` takes ``hooks=[...]`` and calls, in this order,
+:func:`agent.run.run_task.run_task` takes ``hooks=[...]`` and calls, in this order,
 
 - ``on_start(task, config)`` once, before anything is prepared;
 - ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
@@ -9,7 +9,7 @@
 - ``on_round(record)`` after PGS checked a candidate (``record``: its
   :class:`~agent.pgs.records.RoundRecord`: the verdict, the failure fed back, the feedback);
 - ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
-  (``paths``: :func:`agent.core.run.output_paths`). Not called when the run raises.
+  (``paths``: :func:`agent.run.outputs.output_paths`). Not called when the run raises.
 
 :class:`RunHook` does nothing in each; a hook overrides what it needs. :class:`Hooks` calls a
 list of hooks in order (the first one listed first). An error a hook raises ends the run, as
@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
-    from agent.core.run import Task
     from agent.pgs.records import RoundRecord
+    from agent.run.config import RunConfig
+    from agent.run.task import Task
 
 
 class RunHook:

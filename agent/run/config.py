@@ -23,17 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.core.loop import AgentConfig
 from agent.core.prompts import config_only
+from agent.errors import ConfigError
 from agent.models import ModelConfig
 from agent.pgs.reviewer import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError
 from envs.registry import config_class as sandbox_config_class
-
-
-class ConfigError(ValueError):
-    """A configuration file or flag that cannot be used; the message names the field."""
-
 
 #: SWE-agent's default tool environment, plus the window of its windowed editor.
 TOOL_ENV: dict[str, str | int | float | bool] = {

@@ -32,14 +32,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agent.core.hooks import RunHook
 from agent.core.secrets import RedactingFilter, Redactor
+from agent.run.hooks import RunHook
 
 if TYPE_CHECKING:
-    from agent.core.config import RunConfig
     from agent.core.loop import Agent, RunResult
-    from agent.core.run import Task
     from agent.pgs.records import RoundRecord
+    from agent.run.config import RunConfig
+    from agent.run.task import Task
 
 #: Observation lines shown before ``… N more lines``.
 FOLD_LINES = 5

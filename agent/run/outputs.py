@@ -1,0 +1,136 @@
+"""A run's files: where they go (:func:`output_paths`), the checks that an output folder can
+take them (:func:`check_output_dir`, :func:`check_writable`, before any image work), writing the
+``.traj``, ``.patch`` and ``.pred`` (:func:`write_results`), and what the run used
+(:func:`usage`)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+
+from agent.core.loop import RunResult
+from agent.core.trajectory import Trajectory, write_atomic
+from agent.errors import InputError, OutputNotWritten
+from agent.pgs.compare import prediction_fields
+from agent.pgs.usage import recorded_usage
+from agent.run.config import RunConfig
+from agent.run.task import Task
+
+
+def default_output_dir(model: str) -> Path:
+    """``trajectories/<time>-<model>-<random>``: two runs started in the same second get two
+    folders."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}-{uuid.uuid4().hex[:6]}"
+
+
+def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
+    folder = output_dir / instance_id
+    paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
+    paths["properties"] = folder / f"{instance_id}.properties.patch"
+    # Not results: the run's log and resolved config (agent.run.runlog; --config takes it).
+    paths["log"] = folder / f"{instance_id}.log"
+    paths["config"] = folder / f"{instance_id}.config.yaml"
+    return paths
+
+
+#: The files that say a run of the instance was made (its log and config alone do not).
+RESULTS = ("traj", "patch", "pred", "properties")
+
+
+def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> None:
+    """Refuse a folder that holds a previous run's results for ``instance_id``; with
+    ``overwrite`` remove them, so that the folder never mixes two runs' files."""
+    paths = output_paths(output_dir, instance_id)
+    found = [paths[key] for key in RESULTS if paths[key].exists()]
+    if not found:
+        return
+    if not overwrite:
+        names = ", ".join(p.name for p in found)
+        raise InputError(
+            f"{found[0].parent} already holds a run of {instance_id} ({names}): pass another "
+            "--output-dir, or --overwrite to replace it"
+        )
+    for path in paths.values():
+        path.unlink(missing_ok=True)
+
+
+def _write_probe(folder: Path, probe: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(probe, os.O_CREAT | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, b"x" * 4096)  # a folder on a full disk still takes an empty file
+    finally:
+        os.close(fd)
+        probe.unlink(missing_ok=True)
+
+
+def check_writable(output_dir: Path) -> None:
+    """Refuse an output folder pgs cannot create or write in (read-only, a file in the way, no
+    permission, full), before any image work: a run that cannot keep its results is not
+    started. A probe file is created, written and removed, and so are the folders made for it."""
+    folder = Path(output_dir).absolute()
+    made = [p for p in (folder, *folder.parents) if not p.exists()]
+    probe = folder / f".pgs-write-check-{os.getpid()}"
+    try:
+        for attempt in range(3):
+            try:
+                _write_probe(folder, probe)
+                break
+            except FileNotFoundError:  # another pgs removed a folder it made for its probe
+                if attempt == 2:
+                    raise
+        for path in made:  # deepest first; the run makes them again
+            with contextlib.suppress(OSError):  # in use by a run started beside this one
+                path.rmdir()
+    except OSError as e:
+        reason = "a file is in the way" if e.errno in (errno.EEXIST, errno.ENOTDIR) else None
+        raise InputError(
+            f"cannot write results in {folder} ({reason or e.strerror or e}): pass a writable "
+            "--output-dir"
+        ) from None
+
+
+def write_results(
+    paths: dict[str, Path], task: Task, config: RunConfig, traj: Trajectory, submission: str
+) -> None:
+    """Write the ``.traj``, the ``.patch`` and the ``.pred``, each tried even when one before it
+    failed (a full disk may still take a small file); a failure raises
+    :class:`OutputNotWritten`, naming the first file not written and what was kept."""
+    pred = {
+        "instance_id": task.instance_id,
+        "model_name_or_path": config.model.name,
+        "model_patch": submission,
+        **prediction_fields(traj.as_dict(), mode=config.pgs.feedback),
+    }
+    redact = traj.redactor.redact  # no host secret in any file (agent.core.secrets)
+    kept: list[str] = []
+    writes = [
+        (paths["traj"], traj.save),
+        (paths["patch"], lambda: write_atomic(paths["patch"], redact(submission))),
+        (paths["pred"], lambda: write_atomic(paths["pred"], redact(json.dumps(pred, indent=1)))),
+    ]
+    failed: tuple[Path, OSError] | None = None
+    for path, write in writes:
+        try:
+            write()
+        except OSError as e:
+            failed = failed or (path, e)
+            if path == paths["traj"] and path.exists():
+                kept.append(f"{path.name} as of an earlier step")
+            continue
+        kept.append(path.name)
+    if failed is not None:
+        raise OutputNotWritten(failed[0], failed[1], kept, submission) from failed[1]
+
+
+def usage(result: RunResult) -> dict[str, float]:
+    """Tokens and cost of the whole run: the Generator's ``model_stats`` plus every Tester
+    turn's (``pgs.tester``, ``pgs.tester_2``, ...), from its trajectory
+    (:func:`agent.pgs.usage.recorded_usage`)."""
+    return recorded_usage(result.trajectory.as_dict())

@@ -1,0 +1,72 @@
+"""The reviewer of a run: the PGS Tester and checks (:class:`agent.pgs.reviewer.PGS`), unless
+``--feedback none``; and the prices every model of the run needs, checked before it starts."""
+
+from __future__ import annotations
+
+from agent.core.tools import Toolset
+from agent.core.trajectory import Trajectory
+from agent.models import GlobalStats, ModelConfig, check_priced, get_model
+from agent.pgs.feedback import get_counter
+from agent.pgs.reviewer import PGS
+from agent.pgs.shared import SharedProperties
+from agent.run.config import RunConfig
+from agent.run.hooks import RunHook
+from agent.run.task import Task
+from envs.sandbox import Sandbox
+
+
+def tester_model_config(config: RunConfig) -> ModelConfig:
+    """The Tester's model: the Generator's, with ``pgs.tester_model`` / ``tester_base_url``."""
+    return config.model.model_copy(
+        update={
+            "name": config.pgs.tester_model or config.model.name,
+            "base_url": config.pgs.tester_base_url or config.model.base_url,
+        }
+    )
+
+
+def check_prices(config: RunConfig) -> None:
+    """Before a run starts (no clone, image or sandbox yet): every model it calls has a price
+    while a cost limit is on (:func:`agent.models.check_priced`), else one line saying how to
+    give one or turn the limits off; and its model class can be imported."""
+    check_priced(config.model)
+    if config.pgs.tester_model not in (None, config.model.name):
+        check_priced(tester_model_config(config), who="Tester's model")
+
+
+def make_reviewer(
+    config: RunConfig,
+    task: Task,
+    sandbox: Sandbox,
+    toolset: Toolset,
+    traj: Trajectory,
+    global_stats: GlobalStats | None,
+    hooks: RunHook,
+    base: str = "HEAD",
+    shared: SharedProperties | None = None,
+) -> PGS | None:
+    """The PGS Tester and checks, unless ``--feedback none`` (the Generator alone);
+    ``shared``: another attempt's property set, adopted instead of a Tester turn."""
+    pgs = config.pgs
+    if pgs.feedback == "none":
+        traj.extra["pgs"] = {"mode": "none"}
+        return None
+
+    def on_review(text: str) -> None:
+        hooks.on_status(f"PGS: {text}")
+
+    return PGS(
+        pgs,
+        sandbox=sandbox,
+        toolset=toolset,
+        tester_model=get_model(tester_model_config(config), global_stats),
+        counter=get_counter(config.model, pgs.tokenizer),
+        trajectory=traj,
+        problem_statement=task.problem_statement,
+        function_calling=config.model.function_calling,
+        status=on_review,
+        base=base,
+        on_round=hooks.on_round,
+        shared=shared,
+        generator_config=config.agent,
+    )
