@@ -37,8 +37,9 @@ where pgs is not installed) and ``agent.github.client``'s private retry signal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from envs.errors import INFRASTRUCTURE, USER_ERROR, EnvError, print_error
 from envs.errors import INFRASTRUCTURE_ERRORS as ENV_INFRASTRUCTURE_ERRORS
@@ -169,8 +170,33 @@ class ScriptError(ValueError):
 # -- core: the loop, its tools and its output folders -----------------------------------------
 
 
+class FormatTexts(Protocol):
+    """What says a format error: a config's ``agent.format_errors``
+    (:class:`agent.core.prompts.FormatErrors`)."""
+
+    def render(self, kind: str, values: Mapping[str, Any]) -> str: ...
+
+
 class FormatError(ValueError):
-    """The model's reply cannot be turned into an action. ``str(error)`` is sent back to it."""
+    """The model's reply cannot be turned into an action; the loop tells it why. ``kind``: the
+    template of ``agent.format_errors`` that says it (``values``: its variables), rendered with
+    the run's config (:meth:`render`); ``str(error)`` is the shipped text
+    (:func:`agent.core.prompts.format_error` builds one). No kind: the message is the text told."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.values = dict(values or {})
+        super().__init__(message)
+
+    def render(self, templates: FormatTexts) -> str:
+        """The message with ``templates`` (a config's ``agent.format_errors``)."""
+        return str(self) if self.kind is None else templates.render(self.kind, self.values)
 
 
 class ToolCallError(FormatError):

@@ -24,8 +24,8 @@ import contextlib
 
 from envs.docker_util import docker_client, labels
 from envs.images import IMAGE_ENV, Layer, venv_steps
+from envs.images.build import docker_build
 from envs.images.buildnet import CA_VARIABLES, build_network, ca_bundle
-from envs.images.common import docker_build
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from agent.core.loop import Agent, AgentConfig
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelConfig, ModelResponse, OpenAIModel, RetryConfig
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import ensure_base_image
 from envs.sandbox import CommandResult

@@ -26,7 +26,7 @@ from agent.core.loop import Agent, AgentConfig
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model, ModelConfig, OpenAIModel, ReplayModel
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from bench.loop import TimedModel
 from envs.local import LocalSandbox
 from tests.repos import make_repo

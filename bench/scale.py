@@ -4,7 +4,7 @@
     .venv/bin/python bench/scale.py [--rounds 3] [--workers 1]
 
 The batch is the test suite's two example instances (``tests/support/swe_dataset.py``) with the
-scripted fixing model (``agent/models/scripted.py``), images warm (a first local round builds them,
+fixing script of ``agent/models/script_server.py``, images warm (a first local round builds them,
 not timed). Each round runs the batch once with each executor (``--redo``, the same output folder),
 and the overhead of a round is (Ray's wall time - local wall time) / instances: task shipping, the
 scratch folder, the files sent back and written by the driver (the driver connects once, before the
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from agent.cli import main  # noqa: E402
-from agent.models.scripted import ScriptedServer  # noqa: E402
+from agent.models.script_server import ScriptedServer  # noqa: E402
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

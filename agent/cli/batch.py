@@ -103,16 +103,16 @@ def cmd_batch(args: argparse.Namespace) -> int:
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before any image work
     envs = Environments(
-        args.repos_dir,
-        parse_python_map(args.python_map),
-        args.image_source,
+        repos_dir=args.repos_dir,
+        python_map=parse_python_map(args.python_map),
+        image_source=args.image_source,
         registry=args.registry,
     )
     batch = Batch(
-        chosen,
-        config,
-        output_dir,
-        envs,
+        instances=chosen,
+        config=config,
+        output_dir=output_dir,
+        envs=envs,
         hints=args.hints,
         redo=args.redo,
         workers=args.workers,

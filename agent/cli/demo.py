@@ -66,7 +66,7 @@ def make_example_repo(dest: Path, name: str = "median") -> Path:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from agent.models.scripted import ScriptedServer
+    from agent.models.script_server import ScriptedServer
 
     example = EXAMPLES / "median"
     with scratch.temporary_directory("pgs-demo-") as tmp:

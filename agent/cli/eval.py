@@ -237,10 +237,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     report_dir = args.report_dir or Path("logs") / "run_evaluation" / run_id
     check_writable(report_dir)  # before any image is pulled or built
     envs = Environments(
-        args.repos_dir,
-        parse_python_map(args.python_map),
-        args.image_source,
-        run_id,
+        repos_dir=args.repos_dir,
+        python_map=parse_python_map(args.python_map),
+        image_source=args.image_source,
+        run_id=run_id,
         registry=args.registry,
     )
     attempts = attempt_predictions(Path(args.predictions), predictions) if args.attempts else {}

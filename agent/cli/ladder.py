@@ -57,7 +57,7 @@ from agent.core.trajectory import write_atomic
 from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
-from agent.pgs.method import ablation
+from agent.pgs.reviewer import ablation
 from agent.record.pgs import FeedbackMode
 from agent.record.trajectory import RunRecord
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
@@ -97,12 +97,22 @@ class Row:
 ROWS = {
     row.name: row
     for row in (
-        Row("none", "the Generator alone (no feedback)", "none"),
-        Row("io", "Raw I/O feedback (Self-Edit)", "io"),
-        Row("property", "+ property generation", "property", filter=False),
-        Row("property-min", "+ structural minimisation", "property-min", filter=False),
-        Row("filter", "+ property check (filtering)", "property-min"),
-        Row("pgs", "+ iterative refinement (full PGS)", "property-min", one_shot=False),
+        Row(name="none", title="the Generator alone (no feedback)", feedback="none"),
+        Row(name="io", title="Raw I/O feedback (Self-Edit)", feedback="io"),
+        Row(name="property", title="+ property generation", feedback="property", filter=False),
+        Row(
+            name="property-min",
+            title="+ structural minimisation",
+            feedback="property-min",
+            filter=False,
+        ),
+        Row(name="filter", title="+ property check (filtering)", feedback="property-min"),
+        Row(
+            name="pgs",
+            title="+ iterative refinement (full PGS)",
+            feedback="property-min",
+            one_shot=False,
+        ),
     )
 }
 #: Table 7's five rows.
@@ -282,10 +292,10 @@ def run_records(
     if not chosen:
         raise InputError("no instance left after --filter / --slice")
     envs = Environments(
-        args.repos_dir,
-        parse_python_map(args.python_map),
-        args.image_source,
-        RUN_ID,
+        repos_dir=args.repos_dir,
+        python_map=parse_python_map(args.python_map),
+        image_source=args.image_source,
+        run_id=RUN_ID,
         registry=args.registry,
     )
     for row in rows:
@@ -296,10 +306,10 @@ def run_records(
             )
         )
         batch = Batch(
-            chosen,
-            row.config(config),
-            folder,
-            envs,
+            instances=chosen,
+            config=row.config(config),
+            output_dir=folder,
+            envs=envs,
             hints=args.hints,
             redo=args.redo,
             workers=args.workers,
@@ -370,7 +380,14 @@ def run_examples(
             # Fixed dates: the same commit, so the same image and instance id, on every resume.
             repo = make_example_repo(Path(tmp) / name, name)
             task = load_issue(str(EXAMPLES / name / "issue.md"), repo)
-            examples.append(Example(name, repo, task.instance_id, task.problem_statement))
+            examples.append(
+                Example(
+                    name=name,
+                    repo=repo,
+                    instance_id=task.instance_id,
+                    problem=task.problem_statement,
+                )
+            )
         for row in rows:
             folder = output_dir / row.name
             err.print(
@@ -403,7 +420,9 @@ def run_example(
         err.print(f"  {example.instance_id}: finished before (--redo runs it again)")
         return
     check_output_dir(folder, example.instance_id, overwrite=True)
-    task = Task(example.instance_id, example.problem, example.repo)
+    task = Task(
+        instance_id=example.instance_id, problem_statement=example.problem, repo=example.repo
+    )
     try:
         status = run_task(task, config, folder, global_stats=stats).exit_status
     except Exception as e:  # as pgs batch does: the crash is recorded and the ladder goes on

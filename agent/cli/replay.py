@@ -3,8 +3,8 @@ by reply where pgs handled them unlike the recording.
 
 The recording is a SWE-agent ``.traj``, a mini-swe-agent trajectory or a pgs ``.traj``
 (:mod:`agent.inspect.recording`). Its replies are the replay model's script
-(:mod:`agent.models.script`); the run takes the recording agent's conventions unless flags say
-otherwise: mini-swe-agent's (only ```bash blocks, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
+(:mod:`agent.models.script_format`); the run takes the recording agent's conventions unless flags
+say otherwise: mini-swe-agent's (only ```bash blocks, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
 submits, 10,000 characters kept as head and tail) or SWE-agent's (the last block, its
 ``<response clipped>`` cut at 100,000), or the pgs run's own agent and tools sections. The
 Tester is off (``--feedback none``): the replies are the Generator's.
@@ -36,7 +36,7 @@ from agent.core.parsing import interactive_refusal
 from agent.errors import INTERRUPTED, InputError
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
 from agent.inspect.trajectory import trajectory_from_dict
-from agent.models.script import trajectory_kind, trajectory_replies
+from agent.models.script_format import trajectory_kind, trajectory_replies
 from agent.record.foreign import info_of
 from agent.record.steps import Info
 from agent.run.config import add_config_flags, flag_overrides, load_config, merge
@@ -232,15 +232,20 @@ def _run(
         if not issue:
             raise InputError(f"{args.recording} holds no issue text to replay with --repo")
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
-        result = run_task(Task(iid, issue, repo), config, output_dir)
+        result = run_task(
+            Task(instance_id=iid, problem_statement=issue, repo=repo), config, output_dir
+        )
         return result.exit_status
     chosen = [i for i in load_instances(args.instances) if i.instance_id == iid]
     if not chosen:
         raise InstanceError(f"no record {iid!r} in {args.instances} (see --instance-id)")
     envs = Environments(
-        args.repos_dir, parse_python_map(args.python_map), args.image_source, registry=args.registry
+        repos_dir=args.repos_dir,
+        python_map=parse_python_map(args.python_map),
+        image_source=args.image_source,
+        registry=args.registry,
     )
-    batch = Batch(chosen, config, output_dir, envs, redo=True)
+    batch = Batch(instances=chosen, config=config, output_dir=output_dir, envs=envs, redo=True)
     statuses, _ = batch.run(console=err, executor=make_executor("local", 1))
     if batch.stop.is_set():
         return "interrupted"
@@ -294,7 +299,7 @@ def compare(
     unlike = codes = outputs = 0
     for n, rec in enumerate(recorded):
         got = replayed[n] if n < len(replayed) else None
-        diff = ReplyDiff(n + 1, rec.where, _said(rec), _said(got))
+        diff = ReplyDiff(reply=n + 1, where=rec.where, recorded=_said(rec), replayed=_said(got))
         if got is None:
             diff.handled_unlike.append("pgs's run ended before this reply")
         elif rec.ran != got.ran:

@@ -1,6 +1,6 @@
 """`pgs serve-script`: serve a script, policy or `.traj` as an OpenAI-compatible model.
 
-The server itself is `agent.models.scripted.ScriptedServer`; this module is only its command.
+The server itself is `agent.models.script_server.ScriptedServer`; this module is only its command.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from agent.models import scripted
+from agent.models import script_server
 
 __all__ = ["register", "serve_script_command"]
 
@@ -18,13 +18,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve-script",
         help="serve a script, policy or .traj as an OpenAI-compatible model",
-        description=(scripted.__doc__ or "").split("\n\n")[0],
+        description=(script_server.__doc__ or "").split("\n\n")[0],
     )
-    scripted.add_arguments(parser)
+    script_server.add_arguments(parser)
     parser.set_defaults(func=serve_script_command)
     return parser
 
 
 def serve_script_command(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C; a malformed script is one line on stderr and exit code 2."""
-    return scripted.serve(args.script, host=args.host, port=args.port, model=args.model)
+    return script_server.serve(args.script, host=args.host, port=args.port, model=args.model)

@@ -33,7 +33,14 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.parsing import ActionParser, interactive_refusal, parse_text_action
-from agent.core.prompts import default_prompt
+from agent.core.prompts import (
+    CONFIG_ONLY,
+    FormatErrors,
+    Refusals,
+    TruncationTemplates,
+    default_prompt,
+    format_error,
+)
 from agent.core.tool_output import Truncation, truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.core.trajectory import Trajectory
@@ -120,6 +127,23 @@ class AgentConfig(BaseModel):
     keep_observations: int = Field(
         5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
     )
+    format_errors: FormatErrors = Field(default_factory=FormatErrors, json_schema_extra=CONFIG_ONLY)
+    refusals: Refusals = Field(default_factory=Refusals, json_schema_extra=CONFIG_ONLY)
+    truncation_templates: TruncationTemplates = Field(
+        default_factory=TruncationTemplates, json_schema_extra=CONFIG_ONLY
+    )
+
+
+#: The texts of the agent section besides the system and instance prompts: the Tester, a loop of
+#: its own, says them as the Generator's config does.
+MESSAGE_FIELDS = (
+    "observation_template",
+    "format_error_template",
+    "elided_template",
+    "format_errors",
+    "refusals",
+    "truncation_templates",
+)
 
 
 class Reviewer(Protocol):
@@ -188,10 +212,11 @@ class Agent:
         self.on_step = on_step
         self.reviewer = reviewer
         self.messages: list[dict[str, Any]] = []
-        self.env: dict[str, str] = {}
+        #: The environment of every tool call: the toolset's variables, set up by :meth:`setup`.
+        self.tool_env: dict[str, str] = {}
         self.state: dict[str, Any] = {}
         self.steps = 0
-        self.format_errors = 0
+        self.format_errors_in_a_row = 0
         self.started = 0.0
         #: The limits in force: the config's, raised after each feedback round (0: none).
         self.step_limit = config.step_limit
@@ -249,7 +274,9 @@ class Agent:
 
     def setup(self, problem_statement: str) -> None:
         # PROBLEM_STATEMENT: read by SWE-agent's review-on-submit tools.
-        self.env = self.toolset.install(self.sandbox, env={"PROBLEM_STATEMENT": problem_statement})
+        self.tool_env = self.toolset.install(
+            self.sandbox, env={"PROBLEM_STATEMENT": problem_statement}
+        )
         values = {
             "repo_path": self.sandbox.repo_path,
             "problem_statement": problem_statement,
@@ -267,20 +294,23 @@ class Agent:
         try:
             actions = self.parse(response)
         except FormatError as e:
-            self.format_errors += 1
+            self.format_errors_in_a_row += 1
             self.add_reply(response, tool_calls=False)
-            if self.format_errors >= self.config.max_format_errors:
+            if self.format_errors_in_a_row >= self.config.max_format_errors:
                 raise
             self.add(
                 "user",
                 self.render(
                     self.config.format_error_template,
-                    {"error": str(e), "function_calling": self.function_calling},
+                    {
+                        "error": e.render(self.config.format_errors),
+                        "function_calling": self.function_calling,
+                    },
                 ),
                 "format_error",
             )
             return
-        self.format_errors = 0
+        self.format_errors_in_a_row = 0
         self.add_reply(response, tool_calls=True, action="\n".join(a.command for a in actions))
         for i, action in enumerate(actions):
             self.execute(action, response, charged=i == 0)
@@ -322,15 +352,18 @@ class Agent:
     def parse(self, response: ModelResponse) -> list[Action]:
         if not self.function_calling:
             thought, command = parse_text_action(response.content, self.config.action_parser)
-            return [Action(thought, self.toolset.guard_multiline(command))]
+            return [Action(thought=thought, command=self.toolset.guard_multiline(command))]
         if not response.tool_calls:
-            raise FormatError("your reply called no tool")
+            raise format_error(kind="no_tool_call")
         actions = []
         for call in response.tool_calls:
             if call.error:
-                raise FormatError(f"the arguments of {call.name} are malformed: {call.error}")
+                values = {"tool": call.name, "error": call.error}
+                raise format_error(kind="malformed_arguments", values=values)
             command = self.toolset.to_command(call.name, call.arguments)
-            actions.append(Action(response.content, command, call.id, call.name))
+            actions.append(
+                Action(thought=response.content, command=command, call_id=call.id, tool=call.name)
+            )
         return actions
 
     def execute(self, action: Action, response: ModelResponse, *, charged: bool = True) -> None:
@@ -338,7 +371,7 @@ class Agent:
         first action of a reply that made several)."""
         self.steps += 1
         start = time.monotonic()
-        refusal = interactive_refusal(action.command)
+        refusal = interactive_refusal(action.command, self.config.refusals)
         if refusal is not None:
             observation, kind, patch, exit_code = refusal, OutputKind.NORMAL, None, 1
             timed_out = False
@@ -364,8 +397,9 @@ class Agent:
                 self.config.max_observation_chars,
                 self.config.truncation,
                 dropped=_dropped(result),
+                templates=self.config.truncation_templates,
             )
-        self.state = self.toolset.state(self.sandbox, self.env, session=self.session)
+        self.state = self.toolset.state(self.sandbox, self.tool_env, session=self.session)
         rendered = self.render(
             self.config.observation_template,
             {
@@ -418,8 +452,8 @@ class Agent:
     def _run(self, command: str) -> CommandResult:
         timeout = self.config.command_timeout
         if self.session is None:  # (a sandbox of a user's own may not know sessions)
-            return self.sandbox.run(command, timeout=timeout, env=self.env)
-        return self.sandbox.run(command, timeout=timeout, env=self.env, session=self.session)
+            return self.sandbox.run(command, timeout=timeout, env=self.tool_env)
+        return self.sandbox.run(command, timeout=timeout, env=self.tool_env, session=self.session)
 
     # -- messages -----------------------------------------------------------------------------
 

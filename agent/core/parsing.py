@@ -1,8 +1,9 @@
 """Reading actions out of a model's text reply, and refusing commands that would hang.
 
 Text mode (models without tool calls): :func:`parse_text_action` returns ``(thought, command)``
-or raises :class:`FormatError` whose message tells the model the format. Which block is the
-action is a convention (:data:`ActionParser`), chosen with ``agent.action_parser``:
+or raises :class:`FormatError` whose message tells the model the format (in the words of
+``agent.format_errors``). Which block is the action is a convention (:data:`ActionParser`),
+chosen with ``agent.action_parser``:
 
 - ``pgs`` (the default): exactly one block labelled ``bash``/``sh``/``shell``/``console``; when
   the reply has none, exactly one unlabelled block. An unlabelled fence beside a ``bash`` block
@@ -24,7 +25,12 @@ import posixpath
 import re
 from typing import Literal
 
-from agent.errors import FormatError
+from agent.core.prompts import (
+    DEFAULT_REFUSALS,
+    Refusals,
+    format_error,
+    render_text,
+)
 
 #: Languages of a fenced block that count as the action.
 ACTION_LANGUAGES = frozenset({"", "bash", "sh", "shell", "console"})
@@ -36,18 +42,6 @@ ACTION_PARSERS: tuple[ActionParser, ...] = (
     "mini-swe-agent-2",
     "swe-agent",
 )
-
-FORMAT_HELP = """\
-Your reply must contain exactly ONE bash code block with the command to run, after your
-reasoning. Use this format:
-
-THOUGHT: why you run this command.
-
-```bash
-the command (one command, or several joined with && or written on separate lines)
-```
-
-To finish, run `submit` in that block."""
 
 _FENCE_OPEN = re.compile(r"^[ \t]*```[ \t]*([\w+.-]*)[ \t]*$")
 _FENCE_CLOSE = re.compile(r"^[ \t]*```[ \t]*$")
@@ -75,10 +69,7 @@ def find_action_blocks(reply: str) -> list[tuple[int, int, str, bool]]:
             body.append(line)
         offset += len(line)
     if open_at is not None and language in ACTION_LANGUAGES:
-        raise FormatError(
-            "Your code block was never closed: end it with a line holding only ```.\n\n"
-            + FORMAT_HELP
-        )
+        raise format_error(kind="unclosed_block")
     return blocks
 
 
@@ -94,12 +85,13 @@ def parse_text_action(reply: str, parser: ActionParser = "pgs") -> tuple[str, st
         if labelled:  # an unlabelled fence beside a bash block is quoted text
             blocks = labelled
     if len(blocks) != 1:
-        found = "no bash code block" if not blocks else f"{len(blocks)} bash code blocks"
-        raise FormatError(f"Your reply had {found}.\n\n{FORMAT_HELP}")
+        if not blocks:
+            raise format_error(kind="no_block")
+        raise format_error(kind="many_blocks", values={"count": len(blocks)})
     start, end, body, _ = blocks[0]
     command = body.strip()
     if not command:
-        raise FormatError(f"Your bash code block was empty.\n\n{FORMAT_HELP}")
+        raise format_error(kind="empty_block")
     thought = (reply[:start] + reply[end:]).strip()
     return thought, command
 
@@ -134,18 +126,12 @@ def _swe_agent_block(reply: str) -> list[tuple[int, int, str, bool]]:
 
 # -- commands that need a terminal ------------------------------------------------------------
 
-_EDIT_HINT = (
-    "To read a file use `str_replace_editor view <absolute path>` (or `cat -n`, "
-    "`sed -n '10,40p'`); to change it use `str_replace_editor str_replace` or `insert`."
-)
-_PAGER_HINT = "Use `cat`, `head`, `tail`, `grep -n` or `sed -n '10,40p' FILE` instead."
-_REPL_HINT = "Run code with `python -c '...'`, or write a script and run `python script.py`."
-_INTERACTIVE: dict[str, str] = {
+_INTERACTIVE: dict[str, str] = {  # program -> its text in agent.refusals
     **dict.fromkeys(
-        ("vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit"), _EDIT_HINT
+        ("vi", "vim", "nvim", "view", "nano", "pico", "emacs", "joe", "mcedit"), "editor"
     ),
-    **dict.fromkeys(("less", "more", "most", "pg"), _PAGER_HINT),
-    **dict.fromkeys(("top", "htop", "atop", "watch"), "Use `ps aux` (once) instead."),
+    **dict.fromkeys(("less", "more", "most", "pg"), "pager"),
+    **dict.fromkeys(("top", "htop", "atop", "watch"), "monitor"),
 }
 _REPLS = re.compile(r"^(python[0-9.]*|ipython[0-9.]*|pypy[0-9.]*|bpython)$")
 _WRAPPERS = frozenset({"sudo", "env", "exec", "command", "time", "nohup", "nice", "stdbuf"})
@@ -153,23 +139,19 @@ _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "|&", "(", ")", ";;", "{", "
 _HEREDOC = re.compile(r"(?<!<)<<(?!<)-?[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\1")
 
 
-def interactive_refusal(command: str) -> str | None:
-    """A message refusing ``command`` if it would wait for a terminal, else None."""
+def interactive_refusal(command: str, refusals: Refusals = DEFAULT_REFUSALS) -> str | None:
+    """A message refusing ``command`` if it would wait for a terminal, else None; its text is
+    ``refusals``' (a config's ``agent.refusals``)."""
     for words, stdin_redirected in _simple_commands(command):
         program, args = _program(words)
         if program is None:
             continue
         name = posixpath.basename(program)
         if name in _INTERACTIVE and not (name == "emacs" and "--batch" in args):
-            return (
-                f"`{name}` needs an interactive terminal, which this shell does not have, "
-                f"so it would hang until the time limit. {_INTERACTIVE[name]}"
-            )
+            template = getattr(refusals, _INTERACTIVE[name])
+            return render_text(template, {"program": name})
         if _REPLS.match(name) and not stdin_redirected and _is_bare_repl(args):
-            return (
-                f"`{' '.join([name, *args])}` starts an interactive interpreter, which would "
-                f"hang: this shell has no terminal. {_REPL_HINT}"
-            )
+            return render_text(refusals.repl, {"command": " ".join([name, *args])})
     return None
 
 

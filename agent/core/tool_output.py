@@ -14,7 +14,8 @@ first simple command, and then submits when the first line of its output is the 
 
 :func:`truncate_observation` cuts a long output by the convention of ``agent.truncation``: pgs's
 (the middle cut out, with a note), SWE-agent's (the head, then its ``<response clipped>`` note) or
-mini-swe-agent's (a warning, then the head and the tail with the count of elided characters).
+mini-swe-agent's (a warning, then the head and the tail with the count of elided characters);
+the words are ``agent.truncation_templates``' (default.yaml).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
+
+from agent.core.prompts import DEFAULT_TRUNCATION, TruncationTemplates
 
 SUBMISSION = "<<SWE_AGENT_SUBMISSION>>"
 RETRY_WITH_OUTPUT = "###SWE-AGENT-RETRY-WITH-OUTPUT###"
@@ -86,50 +89,33 @@ def classify_output(output: str, role: Role) -> ToolOutput:
     return ToolOutput(OutputKind.NORMAL, output)
 
 
-#: mini-swe-agent's note before a long output (its swebench config's observation template).
-MINI_WARNING = """\
-<warning>
-The output of your last command was too long.
-Please try a different command that produces less output.
-If you're looking at a file you can try use head, tail or sed to view a smaller number of lines \
-selectively.
-If you're using grep or find and it produced too much output, you can use a more selective \
-search pattern.
-If you really need to see something from the full command's output, you can redirect output to \
-a file and then search in that file.
-</warning>"""
-
-
 def truncate_observation(
-    text: str, limit: int, convention: Truncation = "pgs", *, dropped: int = 0
+    text: str,
+    limit: int,
+    convention: Truncation = "pgs",
+    *,
+    dropped: int = 0,
+    templates: TruncationTemplates = DEFAULT_TRUNCATION,
 ) -> str:
-    """``text`` cut to about ``limit`` characters by ``convention`` (see the module doc);
-    ``dropped``: characters the sandbox already cut out of its middle."""
+    """``text`` cut to about ``limit`` characters by ``convention`` (see the module doc), in the
+    words of ``templates`` (a config's ``agent.truncation_templates``); ``dropped``: characters
+    the sandbox already cut out of its middle."""
     if convention == "swe-agent":
         if len(text) <= limit:
             return text
         elided = len(text) - limit + dropped
-        return (
-            f"{text[:limit]}<response clipped><NOTE>Observations should not exceeded {limit} "
-            f"characters. {elided} characters were elided. Please try a different command that "
-            "produces less output or use head/tail/grep/redirect the output to a file. Do not "
-            "use interactive pagers.</NOTE>"
-        )
+        values = {"head": text[:limit], "tail": "", "limit": limit, "elided": elided}
+        return templates.render(convention, {**values, "omitted": elided})
     if convention == "mini-swe-agent":
         if len(text) < limit:
             return text
         half = limit // 2
         elided = len(text) - limit + dropped
-        return (
-            f"{MINI_WARNING}<output_head>\n{text[:half]}\n</output_head>\n<elided_chars>\n"
-            f"{elided} characters elided\n</elided_chars>\n<output_tail>\n{text[-half:]}\n"
-            "</output_tail>"
-        )
+        values = {"head": text[:half], "tail": text[-half:], "limit": limit, "elided": elided}
+        return templates.render(convention, {**values, "omitted": elided})
     if len(text) <= limit:  # (a sandbox's own cut, if any, says what it dropped)
         return text
     half = limit // 2
     omitted = len(text) - 2 * half + dropped
-    return (
-        f"{text[:half]}\n[... {omitted} characters omitted; use head, tail, grep or a view "
-        f"range to see them ...]\n{text[-half:]}"
-    )
+    values = {"head": text[:half], "tail": text[-half:], "limit": limit, "omitted": omitted}
+    return templates.render(convention, {**values, "elided": omitted})

@@ -46,6 +46,7 @@ from agent.core.bundles import (
     default_bundle_paths,
     default_bundles_dir,
 )
+from agent.core.prompts import format_error
 from agent.core.tool_output import OutputKind, Role, ToolOutput, classify_output
 from agent.errors import ToolCallError, ToolConfigError, ToolInstallError
 from envs.sandbox import Sandbox
@@ -297,9 +298,10 @@ class Toolset:
                 continue
             close = next((k for k in range(i + 1, len(lines)) if lines[k].strip() == end), None)
             if close is None:
-                raise ToolCallError(
-                    f"`{words[0]}` takes its text on the lines after it, ended by a line holding "
-                    f"only `{end}`; that line is missing."
+                raise format_error(
+                    kind="missing_end_line",
+                    values={"tool": words[0], "end": end},
+                    error=ToolCallError,
                 )
             out += [f"{line.rstrip()} << '{end}'", *lines[i + 1 : close], end]
             i = close + 1
@@ -309,12 +311,17 @@ class Toolset:
         """The shell command for a tool call. Raises :class:`ToolCallError` (for the model)."""
         tool = self.tools.get(name)
         if tool is None:
-            raise ToolCallError(f"Unknown tool {name!r}. The tools are: {', '.join(self.tools)}.")
+            tools = ", ".join(self.tools)
+            raise format_error(
+                kind="unknown_tool",
+                values={"tool": repr(name), "tools": tools},
+                error=ToolCallError,
+            )
         args = _coerce_arguments(tool, arguments)
         if tool.name == BASH_TOOL:
             command = args["command"]
             if not command.strip():
-                raise ToolCallError("The bash tool needs a non-empty `command`.")
+                raise format_error(kind="empty_command", error=ToolCallError)
             return str(command)
         return _render(tool, args)
 
@@ -352,33 +359,37 @@ def _coerce_arguments(tool: ToolSpec, arguments: Mapping[str, Any] | str | None)
         try:
             arguments = json.loads(text)
         except ValueError:
-            raise ToolCallError(
-                f"The arguments of {tool.name} are not valid JSON: {text[:200]!r}"
+            values = {"tool": tool.name, "text": repr(text[:200])}
+            raise format_error(
+                kind="arguments_not_json", values=values, error=ToolCallError
             ) from None
     if not isinstance(arguments, Mapping):
-        raise ToolCallError(f"The arguments of {tool.name} must be a JSON object.")
+        raise format_error(
+            kind="arguments_not_object", values={"tool": tool.name}, error=ToolCallError
+        )
     known = {a.name: a for a in tool.arguments}
     extra = [k for k in arguments if k not in known and k != tool.end_name]
     if extra:
-        raise ToolCallError(
-            f"Unexpected argument(s) for {tool.name}: {', '.join(map(str, extra))}. "
-            f"Its arguments are: {', '.join(known) or 'none'}."
-        )
+        values = {
+            "tool": tool.name,
+            "extra": ", ".join(map(str, extra)),
+            "known": ", ".join(known) or "none",
+        }
+        raise format_error(kind="unexpected_arguments", values=values, error=ToolCallError)
     result: dict[str, Any] = {}
     for arg in tool.arguments:
         value = arguments.get(arg.name)
         if value is None:
             if arg.required:
-                raise ToolCallError(
-                    f"Required argument `{arg.name}` of {tool.name} is missing ({arg.description})"
-                )
+                values = {"argument": arg.name, "tool": tool.name, "description": arg.description}
+                raise format_error(kind="missing_argument", values=values, error=ToolCallError)
             continue
         result[arg.name] = _coerce_value(tool, arg, value)
     return result
 
 
 def _coerce_value(tool: ToolSpec, arg: ToolArgument, value: Any) -> Any:
-    where = f"Argument `{arg.name}` of {tool.name}"
+    where = {"argument": arg.name, "tool": tool.name}
     if arg.type == "integer" and isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
         value = int(value)
     if arg.type == "array" and isinstance(value, str):
@@ -397,20 +408,24 @@ def _coerce_value(tool: ToolSpec, arg: ToolArgument, value: Any) -> Any:
     if expected and (
         not isinstance(value, expected) or (bool not in expected and isinstance(value, bool))
     ):
-        raise ToolCallError(f"{where} must be of type {arg.type}, got {json.dumps(value)[:200]}.")
+        values = {**where, "type": arg.type, "value": json.dumps(value)[:200]}
+        raise format_error(kind="wrong_type", values=values, error=ToolCallError)
     if isinstance(value, list):
         item_type = _JSON_TYPES.get((arg.items or {}).get("type", ""))
         if item_type and not all(
             isinstance(v, item_type) and not isinstance(v, bool) for v in value
         ):
-            raise ToolCallError(f"{where} must be a list of {arg.items}, got {json.dumps(value)}.")
+            values = {**where, "items": str(arg.items), "value": json.dumps(value)}
+            raise format_error(kind="wrong_item_type", values=values, error=ToolCallError)
         if arg.name == "view_range" and len(value) != 2:
-            raise ToolCallError(f"{where} must be [start, end], got {json.dumps(value)}.")
+            values = {**where, "value": json.dumps(value)}
+            raise format_error(kind="not_a_range", values=values, error=ToolCallError)
     if arg.enum and value not in arg.enum:
         allowed = ", ".join(map(str, arg.enum))
-        raise ToolCallError(f"{where} must be one of: {allowed} (got {value!r}).")
+        values = {**where, "allowed": allowed, "value": repr(value)}
+        raise format_error(kind="not_allowed", values=values, error=ToolCallError)
     if isinstance(value, str) and "\0" in value:
-        raise ToolCallError(f"{where} contains a NUL character, which a command cannot carry.")
+        raise format_error(kind="nul_character", values=where, error=ToolCallError)
     return value
 
 
@@ -430,10 +445,8 @@ def _render(tool: ToolSpec, args: Mapping[str, Any]) -> str:
         body_template, {n: _format_arg(tool, n, v, quote=False) for n, v in args.items()}
     )
     if any(line == tool.end_name for line in body.split("\n")):
-        raise ToolCallError(
-            f"The text given to {tool.name} contains a line `{tool.end_name}`, which would end "
-            "it early; change that line."
-        )
+        values = {"tool": tool.name, "end": tool.end_name}
+        raise format_error(kind="end_marker_in_text", values=values, error=ToolCallError)
     body = body if body.endswith("\n") or not body else body + "\n"
     return f"{head.strip()} << '{tool.end_name}'\n{body}{tool.end_name}"
 

@@ -144,7 +144,12 @@ def github_task(
         dest = github.workdir or output_dir / instance_id / ref.name
         repo = clone(issue.repo, dest, commit=github.base_commit, token=token)
         err.print(f"cloned {issue.repo.clone_url} into {repo}")
-    task = Task(instance_id, problem_statement(issue), repo, image_spec=image_spec)
+    task = Task(
+        instance_id=instance_id,
+        problem_statement=problem_statement(issue),
+        repo=repo,
+        image_spec=image_spec,
+    )
     return task, OpenPRHook(github, client, issue, token)
 
 

@@ -2,9 +2,9 @@
 
 A recording is a SWE-agent ``.traj`` (0.x or 1.x), a mini-swe-agent trajectory (1.x
 ``mini-swe-agent-1``, 2.x ``mini-swe-agent-1.1``) or a pgs ``.traj``; its replies are the ones the
-replay model answers with (:func:`agent.models.script.trajectory_replies`, same order). For each
-reply, :class:`RecordedReply` says whether the agent ran it (or refused it as malformed), the
-command it ran, its exit code and its output where the writer recorded them, and whether it
+replay model answers with (:func:`agent.models.script_format.trajectory_replies`, same order).
+For each reply, :class:`RecordedReply` says whether the agent ran it (or refused it as malformed),
+the command it ran, its exit code and its output where the writer recorded them, and whether it
 submitted:
 
 - mini-swe-agent: the message after a reply is its observation (``<returncode>N</returncode>``
@@ -29,7 +29,7 @@ from typing import Any
 
 from agent.core.parsing import parse_text_action
 from agent.errors import FormatError
-from agent.models.script import trajectory_kind, trajectory_replies
+from agent.models.script_format import trajectory_kind, trajectory_replies
 from agent.record.foreign import info_of
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")

@@ -9,7 +9,7 @@ A `Model` answers `query(messages, tools)` with a `ModelResponse` and keeps `Mod
   (`ReplayModel`, answers from `config.script` in-process), a name whose prefix is one of
   litellm's providers (`LITELLM_PREFIXES`: `anthropic/claude-...`, `gemini/...`) `LiteLLMModel`
   (the optional extra `pgs-agent[litellm]`), anything else `OpenAIModel` (any OpenAI-compatible
-  server: OpenAI, vLLM, llama.cpp, the scripted server in `agent.models.scripted`; `openai/...`
+  server: OpenAI, vLLM, llama.cpp, the scripted server in `agent.models.script_server`; `openai/...`
   names too).
 
 Prices: a class that bills per token says so (`needs_price = True`); it refuses to start

@@ -1,5 +1,5 @@
 """`OpenAIModel`: any OpenAI-compatible chat completions endpoint (OpenAI, vLLM, llama.cpp, the
-scripted server in `agent.models.scripted`).
+scripted server in `agent.models.script_server`).
 
 Errors from the `openai` package never escape: they are translated here into the tree drawn in
 `agent.models.base`. Transient failures (429, 408, 409, 5xx, connection errors, timeouts, and

@@ -1,7 +1,7 @@
 """`ReplayModel`: answers from a script in-process, for fast deterministic tests of the loop.
 
-The script is the scripted server's (`agent.models.script`: steps, a policy or a `.traj`), and
-the answers are the ones `OpenAIModel` gets from that server, without HTTP:
+The script is the scripted server's (`agent.models.script_format`: steps, a policy or a
+`.traj`), and the answers are the ones `OpenAIModel` gets from that server, without HTTP:
 
 - a reply step gives the same `ModelResponse`: content, tool calls (ids `call_<n>`, arguments
   parsed by `ToolCall.parse`, so malformed ones carry their error), finish reason, and tokens
@@ -47,7 +47,7 @@ from agent.models.base import (
     is_transient_status,
     record_usage,
 )
-from agent.models.script import (
+from agent.models.script_format import (
     ErrorReply,
     RawReply,
     Reply,

@@ -2,7 +2,7 @@
 
 The first attempt whose Tester wrote properties pays for them; every later attempt, and the
 check that chooses among the attempts (:mod:`agent.pgs.selection`), adopts that set as it was
-validated on the original code (:meth:`agent.pgs.method.PGS.adopt`): the same files, the same
+validated on the original code (:meth:`agent.pgs.reviewer.PGS.adopt`): the same files, the same
 kept properties, the same issue properties that show the bug. It is read back from that
 attempt's ``.traj`` (its ``pgs`` record), so a resumed run finds it without the Tester.
 """

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.loop import Agent, AgentConfig
-from agent.core.prompts import default_prompt
+from agent.core.loop import MESSAGE_FIELDS, Agent, AgentConfig
+from agent.core.prompts import CONFIG_ONLY, default_prompt
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import Model
@@ -35,6 +35,12 @@ class TesterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     system_template: str = TESTER_SYSTEM_TEMPLATE
     instance_template: str = TESTER_INSTANCE_TEMPLATE
+    retry_template: str = Field(
+        default=default_prompt("pgs", "tester", "retry_template"), json_schema_extra=CONFIG_ONLY
+    )
+    probe_template: str = Field(
+        default=default_prompt("pgs", "tester", "probe_template"), json_schema_extra=CONFIG_ONLY
+    )
     step_limit: int = Field(default=30, ge=1, description="most steps for writing properties")
     time_limit: float = Field(default=900.0, ge=0, description="wall-clock seconds (0: none)")
     properties_dir: str = Field(default=PROPERTIES_DIR, description="scratch folder in the repo")
@@ -63,12 +69,15 @@ def run_tester(
     function_calling: bool = True,
     note: str = "",
     base: str = "HEAD",
+    generator_config: AgentConfig | None = None,
 ) -> dict[str, str]:
     """Let the Tester write its properties; returns {path: text} of the property files.
 
     ``note`` follows the issue in the Tester's first message (a later turn's reason: the
     validation report of its first set, or the rules already written). ``base``: the
-    original code's commit, restored when the Tester ends.
+    original code's commit, restored when the Tester ends. ``generator_config``: the
+    Generator's agent section, whose texts (:data:`~agent.core.loop.MESSAGE_FIELDS`: the
+    observation, format-error and cut-output templates) the Tester's loop says too.
     """
     instance = config.instance_template
     if note:
@@ -80,6 +89,7 @@ def run_tester(
         instance_template=instance.replace("{{ properties_dir }}", config.properties_dir),
         step_limit=config.step_limit,
         time_limit=config.time_limit,
+        **{f: getattr(generator_config, f) for f in MESSAGE_FIELDS if generator_config},
     )
     tester = Agent(
         agent_config, model, sandbox, toolset, trajectory, function_calling=function_calling

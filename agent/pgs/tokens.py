@@ -25,7 +25,7 @@ as tiktoken itself loads them. A Hugging Face model name is only looked up on di
 
 :class:`ChosenCounter` is what :func:`get_counter` returns: the counter, the setting, and why
 a fallback to the simple rule happened (recorded in the trajectory's ``pgs.tokenizer``, and
-warned about once per run by :class:`agent.pgs.method.PGS`).
+warned about once per run by :class:`agent.pgs.reviewer.PGS`).
 
 The token-count rule of :class:`SimpleCounter`, the documented fallback: the number of matches
 of the regular expression ``\\w+|[^\\w\\s]`` — a run of letters, digits and underscores (an

@@ -1,6 +1,6 @@
 """What PGS records in a trajectory, under its ``pgs`` key: one :class:`PGSRecord`.
 
-:class:`agent.pgs.method.PGS` builds the record and writes it with ``model_dump(mode="json")``;
+:class:`agent.pgs.reviewer.PGS` builds the record and writes it with ``model_dump(mode="json")``;
 every other module reads it with :meth:`PGSRecord.model_validate` (or
 :attr:`agent.record.trajectory.RunRecord.pgs_record`), never by key. The JSON is the one written
 before these models existed, key for key:

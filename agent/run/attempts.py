@@ -40,8 +40,8 @@ from agent.core.trajectory import Trajectory
 from agent.errors import InputError
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter
-from agent.pgs.method import PGS, flagged, judge
 from agent.pgs.related import changed_files, related_tests
+from agent.pgs.reviewer import PGS, flagged, judge
 from agent.pgs.selection import choose, evidence
 from agent.pgs.shared import SharedProperties
 from agent.record.attempts import AttemptsRecord, Candidate

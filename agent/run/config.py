@@ -22,9 +22,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agent.core.loop import AgentConfig
+from agent.core.prompts import config_only
 from agent.errors import ConfigError
 from agent.models import ModelConfig
-from agent.pgs.method import PGSConfig
+from agent.pgs.reviewer import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError
@@ -139,6 +140,8 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
                 if kind and kind[1]:
                     choices.setdefault(name, []).extend(kind[1])
         for name, info in fields.items():
+            if config_only(info.json_schema_extra):
+                continue  # a text set in a --config file only (agent.format_errors, ...)
             key = f"{section}.{name}"
             flags = [f"--{section}.{name.replace('_', '-')}", *ALIASES.get(key, [])]
             help_text = (info.description or _section_help(info.annotation)).replace("%", "%%")
@@ -165,7 +168,8 @@ def _section_help(annotation: Any) -> str:
     if section is None:
         return ""
     what = (section.__doc__ or "").strip().split("\n\n")[0].replace("\n", " ").rstrip(".")
-    return f"{what}; JSON or YAML with keys {', '.join(section.model_fields)}"
+    keys = [k for k, f in section.model_fields.items() if not config_only(f.json_schema_extra)]
+    return f"{what}; JSON or YAML with keys {', '.join(keys)}"
 
 
 def _structured(text: str) -> Any:

@@ -1,4 +1,4 @@
-"""The reviewer of a run: the PGS Tester and checks (:class:`agent.pgs.method.PGS`), unless
+"""The reviewer of a run: the PGS Tester and checks (:class:`agent.pgs.reviewer.PGS`), unless
 ``--feedback none``; and the prices every model of the run needs, checked before it starts."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import GlobalStats, ModelConfig, check_priced, get_model
 from agent.pgs.feedback import get_counter
-from agent.pgs.method import PGS
+from agent.pgs.reviewer import PGS
 from agent.pgs.shared import SharedProperties
 from agent.record.base import load
 from agent.record.pgs import PGSRecord
@@ -70,4 +70,5 @@ def make_reviewer(
         base=base,
         on_round=hooks.on_round,
         shared=shared,
+        generator_config=config.agent,
     )

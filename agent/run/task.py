@@ -94,4 +94,4 @@ def load_issue(issue: str, repo: Path) -> Task:
         raise InputError(f"{where} is empty: describe the problem to fix")
     stem = path.stem if is_file else "issue-" + hashlib.sha256(text.encode()).hexdigest()[:8]
     instance_id = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"{repo.name}__{stem}").strip("-")
-    return Task(instance_id, text.strip(), repo)
+    return Task(instance_id=instance_id, problem_statement=text.strip(), repo=repo)

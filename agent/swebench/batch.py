@@ -83,7 +83,7 @@ from agent.errors import (
 )
 from agent.models import GlobalStats, model_kind
 from agent.pgs.compare import ablation_of, prediction_fields
-from agent.pgs.method import ablation
+from agent.pgs.reviewer import ablation
 from agent.record.trajectory import Info, RunRecord
 from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.config import RunConfig
@@ -200,7 +200,7 @@ def _instances(n: int) -> str:
 
 def result_setting(config: RunConfig) -> dict[str, Any]:
     """What changes an instance's result, by name: the model, and the feedback mode with the
-    rest of the ablation setting (:func:`agent.pgs.method.ablation`)."""
+    rest of the ablation setting (:func:`agent.pgs.reviewer.ablation`)."""
     return {"model": config.model.name, **ablation(config.pgs).model_dump()}
 
 
@@ -424,7 +424,7 @@ class Batch:
             problem = instance.problem_statement
             if self.hints and instance.hints_text.strip():
                 problem += f"\n\nHints:\n{instance.hints_text.strip()}"
-            task = Task(instance.instance_id, problem, tree)
+            task = Task(instance_id=instance.instance_id, problem_statement=problem, repo=tree)
             if self.redo:  # the attempts of an earlier run are not resumed
                 remove_attempts(self.output_dir, instance.instance_id)
             result = run_attempts(
@@ -501,7 +501,7 @@ class Batch:
                 f"{'they' if len(retried) > 1 else 'it'} failed {cause}"
             )
         executor = executor or LocalExecutor(self.workers)
-        progress = Progress(len(todo), self.workers, self.stats)
+        progress = Progress(total=len(todo), workers=self.workers, stats=self.stats)
         queue = deque(todo)
         free = list(range(self.workers))
         free_lock = threading.Lock()
@@ -753,9 +753,14 @@ def run_detached(
     iid = instance.instance_id
     with scratch.temporary_directory("pgs-detached-") as tmp:
         batch = Batch(
-            [instance], config, Path(tmp), envs, hints=hints, attempts=attempts or AttemptsConfig()
+            instances=[instance],
+            config=config,
+            output_dir=Path(tmp),
+            envs=envs,
+            hints=hints,
+            attempts=attempts or AttemptsConfig(),
         )
-        exit_status = batch.run_one(instance, 0, Progress(1, 1, batch.stats))
+        exit_status = batch.run_one(instance, 0, Progress(total=1, workers=1, stats=batch.stats))
         folder = Path(tmp) / iid
         files = {  # attempt-<k>/ files by their relative path
             p.relative_to(folder).as_posix(): p.read_text(encoding="utf-8")

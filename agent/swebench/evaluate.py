@@ -83,7 +83,7 @@ from envs.errors import EnvError
 #: Where the cloud harness (swebench's Modal one, behind sb-cli) runs its patch commands.
 CLOUD_COMMAND = re.compile(r"cd /testbed && ((?:git apply|patch) [^\"']*?) /tmp/patch\.diff")
 #: Subjects of the commit that holds an image's setup changes: pgs's
-#: (:func:`envs.images.common.finish_repo_steps`) and the current harness's.
+#: (:func:`envs.images.build.finish_repo_steps`) and the current harness's.
 SETUP_COMMITS = ("pgs: changes made by the environment setup", "SWE-bench")
 #: The report of an empty patch: not run (the harness's ``empty_patch_ids``), not resolved.
 EMPTY_REPORT: dict[str, Any] = {
@@ -208,7 +208,16 @@ def earlier_outcome(
     else:
         kind = "resolved" if report.get("resolved") else "unresolved"
     deviations = [str(d) for d in report.get("deviations") or []]
-    return Outcome(iid, kind, {iid: report}, error, 0.0, deviations, reason, earlier=True)
+    return Outcome(
+        instance_id=iid,
+        kind=kind,
+        report={iid: report},
+        error=error,
+        seconds=0.0,
+        deviations=deviations,
+        reason=reason,
+        earlier=True,
+    )
 
 
 def regrade(
@@ -239,14 +248,22 @@ def regrade(
             instance, spec, prediction, test_output, network=network, deviations=deviations
         )
     except (EnvError, InstanceError) as e:
-        return Outcome(iid, "error", None, str(e))
+        return Outcome(instance_id=iid, kind="error", report=None, error=str(e))
     write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
     out = InstanceLog(log_dir / RUN_LOG, fresh=False)
     out.info(
         f"pgs eval --rewrite-reports, run {envs.run_id}: {REPORT} rewritten from {TEST_OUTPUT}"
     )
     out.info(_result_line(iid, kind, report, error, reason))
-    return Outcome(iid, kind, report, error, 0.0, deviations, reason)
+    return Outcome(
+        instance_id=iid,
+        kind=kind,
+        report=report,
+        error=error,
+        seconds=0.0,
+        deviations=deviations,
+        reason=reason,
+    )
 
 
 def apply_commands(chain: str = "harness") -> tuple[str, ...]:
@@ -379,7 +396,9 @@ def evaluate_one(
         report = {iid: {**EMPTY_REPORT, "patch_is_None": patch is None}}
         write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
         out.info("Empty patch: not run (listed under empty_patch_ids), not resolved")
-        return Outcome(iid, "empty", report, seconds=time.monotonic() - started)
+        return Outcome(
+            instance_id=iid, kind="empty", report=report, seconds=time.monotonic() - started
+        )
     assert isinstance(patch, str)
     try:
         chain = apply_commands(commands)
@@ -443,12 +462,22 @@ def evaluate_one(
         write_atomic(log_dir / REPORT, json.dumps(report, indent=4))
         out.info(_result_line(iid, kind, report, error, reason))
         seconds = time.monotonic() - started
-        return Outcome(iid, kind, report, error, seconds, image.deviations, reason)
+        return Outcome(
+            instance_id=iid,
+            kind=kind,
+            report=report,
+            error=error,
+            seconds=seconds,
+            deviations=image.deviations,
+            reason=reason,
+        )
     except MissingData as e:  # the data here lacks the commit: nothing about the patch
         report = {iid: {**EMPTY_REPORT, "patch_exists": True, "not_checkable": e.reason}}
         write_atomic(log_dir / "report.json", json.dumps(report, indent=4))
         seconds = time.monotonic() - started
-        return Outcome(iid, "not_checkable", report, seconds=seconds, reason=e.reason)
+        return Outcome(
+            instance_id=iid, kind="not_checkable", report=report, seconds=seconds, reason=e.reason
+        )
     except (EnvError, InstanceError) as e:
         error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation
@@ -456,7 +485,9 @@ def evaluate_one(
         out.info(traceback.format_exc(), "ERROR")
     write_atomic(log_dir / ERROR, error + "\n")
     out.info(f"Error in evaluating {iid} (no report; a rerun grades it again): {error}", "ERROR")
-    return Outcome(iid, "error", None, error, time.monotonic() - started)
+    return Outcome(
+        instance_id=iid, kind="error", report=None, error=error, seconds=time.monotonic() - started
+    )
 
 
 def _clear(log_dir: Path) -> None:
@@ -515,7 +546,7 @@ def _without_leftovers(box: Any) -> str:
     CRLF files included), a model's ``git add -A`` took it into its patch, and its CRs were
     lost on the way (mini-swe-agent reads the diff as text), so on a tree with the leftovers no
     harness command applies it, while the official report says it applied (docs/environments.md).
-    Leftovers are what :func:`envs.images.common.finish_repo_steps` listed in
+    Leftovers are what :func:`envs.images.build.finish_repo_steps` listed in
     ``.git/info/exclude``: untracked files the setup made, never tracked files. A note for the
     log, or ""."""
     summary = box.run("git apply --summary /tmp/patch.diff")
@@ -585,7 +616,9 @@ def _apply(box: Any, commands: tuple[str, ...], log: InstanceLog | None = None) 
 def _landed(done: Done, report_dir: Path) -> Outcome:
     """The outcome of a finished job; a detached job's files written under ``report_dir``."""
     if done.error is not None:  # the executor lost it (e.g. its node died too often)
-        return Outcome(done.key, "error", error=f"{type(done.error).__name__}: {done.error}")
+        return Outcome(
+            instance_id=done.key, kind="error", error=f"{type(done.error).__name__}: {done.error}"
+        )
     if isinstance(done.value, Outcome):
         return done.value
     outcome, files = done.value
@@ -678,7 +711,9 @@ def evaluate(
     for i in wanted:
         if rewrite:
             found = regrade(i, predictions[i.instance_id], envs, report_dir, network=network)
-            outcomes.append(found or Outcome(i.instance_id, "error", error=NO_TEST_OUTPUT))
+            outcomes.append(
+                found or Outcome(instance_id=i.instance_id, kind="error", error=NO_TEST_OUTPUT)
+            )
             continue
         prediction = predictions[i.instance_id]
         again = force and i.instance_id not in keep

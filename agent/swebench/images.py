@@ -243,10 +243,23 @@ def build_instance_image(
     tag = f"{image_name(instance)}:{key[:12]}"
     deviations = list(spec.deviations)
     if images.image_exists(client, tag):
-        return InstanceImage(tag, spec.python, True, time.monotonic() - started, deviations)
+        return InstanceImage(
+            tag=tag,
+            python=spec.python,
+            cache_hit=True,
+            seconds=time.monotonic() - started,
+            deviations=deviations,
+        )
     if registry and pull_from_registry(client, registry, tag, status):
         seconds = time.monotonic() - started
-        return InstanceImage(tag, spec.python, True, seconds, deviations, pulled=True)
+        return InstanceImage(
+            tag=tag,
+            python=spec.python,
+            cache_hit=True,
+            seconds=seconds,
+            deviations=deviations,
+            pulled=True,
+        )
     if registry and not images.image_exists(client, env_tag):
         pull_from_registry(client, registry, env_tag, status)
     builds = images.cache_dir() / "build"
@@ -281,7 +294,13 @@ def build_instance_image(
         _, hit = images.build_layered(client, env_layer, env_tag, repo_layer, tag, status)
     if registry and not hit:
         push_to_registry(client, registry, [env_tag, tag], status)
-    return InstanceImage(tag, spec.python, hit, time.monotonic() - started, deviations)
+    return InstanceImage(
+        tag=tag,
+        python=spec.python,
+        cache_hit=hit,
+        seconds=time.monotonic() - started,
+        deviations=deviations,
+    )
 
 
 @dataclass
@@ -308,7 +327,13 @@ class Environments:
         if self.image_source == "official":
             status("pulling the official image (once)")
             tag = official_image(instance, registry=self.registry)
-            result = InstanceImage(tag, "official", True, time.monotonic() - started, [])
+            result = InstanceImage(
+                tag=tag,
+                python="official",
+                cache_hit=True,
+                seconds=time.monotonic() - started,
+                deviations=[],
+            )
         else:
             spec = self.spec(instance)
             mirror = find_mirror(instance, self.repos_dir, status)

@@ -4,7 +4,7 @@ layer and the repository at one commit. The public API of the package; see the m
 - :mod:`envs.images.base`: base images (Debian's Python, a compiler, git);
 - :mod:`envs.images.detect`: what a repository needs, read from its files;
 - :mod:`envs.images.repo`: repository images;
-- :mod:`envs.images.common`: building layers, the cache, locks;
+- :mod:`envs.images.build`: building layers, the cache, locks;
 - :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
 - :mod:`envs.images.git`: the repository as it goes into an image;
 - :mod:`envs.images.housekeeping`: listing and removing what pgs made;
@@ -22,7 +22,7 @@ from envs.images.base import (
     check_python,
     ensure_base_image,
 )
-from envs.images.common import (
+from envs.images.build import (
     IMAGE_ENV,
     OFFLINE_WHEELS,
     STEP_MARKER,

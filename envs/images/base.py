@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 from envs.docker_util import labels, translate_errors
 from envs.errors import EnvError
-from envs.images.common import (
+from envs.images.build import (
     Status,
     docker_build,
     file_lock,

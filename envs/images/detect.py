@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from envs.errors import EnvError
 from envs.images.base import DEFAULT_PYTHON, SUPPORTED_PYTHONS, check_python
-from envs.images.common import quote_requirement
+from envs.images.build import quote_requirement
 from envs.images.snapshot import exact_pins
 
 #: Extras and dependency groups of the project installed when it declares them: the test ones,

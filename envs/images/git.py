@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from envs.errors import EnvError, NotAGitRepository
-from envs.images.common import raise_build_error
+from envs.images.build import raise_build_error
 
 #: Files detection reads (see :mod:`envs.images.detect`).
 DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "uv.lock", "poetry.lock")

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING
 from envs import scratch
 from envs.docker_util import labels
 from envs.errors import ImageBuildError
-from envs.images import common
+from envs.images import build
 from envs.images.base import BuildMethod, ensure_base_image
-from envs.images.common import (
+from envs.images.build import (
     IMAGE_ENV,
     Layer,
     Status,
@@ -64,7 +64,7 @@ REPO_PATH = "/repo"
 RECIPE_VERSION = "2"
 #: pgs's own requirements, kept whatever the index day: the venv's bootstrap, and the
 #: `editables` the offline wheels step fetches (first released in 2020: an older day has none).
-TOOL_PINS = (*common.ENV_BOOTSTRAP, "editables==0.5")
+TOOL_PINS = (*build.ENV_BOOTSTRAP, "editables==0.5")
 
 
 @dataclass(frozen=True)
@@ -201,9 +201,9 @@ def build_repo_image(
         deps[LOCK_CONSTRAINTS] = plan.constraints
     env_layer = Layer(
         base=base,
-        steps=[*common.venv_steps(), *env_steps],
+        steps=[*build.venv_steps(), *env_steps],
         # The folder PIP_FIND_LINKS names, so pip does not warn at every step that it is missing.
-        files={**deps, f"{common.OFFLINE_WHEELS}/.pgs-keep": b""},
+        files={**deps, f"{build.OFFLINE_WHEELS}/.pgs-keep": b""},
         env=IMAGE_ENV,
         labels=labels(run_id, kind="env", repo=repo.name, python=python, index_date=day),
         index_moment=moment,
@@ -214,16 +214,24 @@ def build_repo_image(
     env_key = digest(RECIPE_VERSION, base, env_layer.script(), files_key, moment, pins_key)
     env_tag = f"{repo_image_name(repo, 'pgs-env')}:{env_key[:12]}"
     steps = [
-        *common.git_setup_steps(),
+        *build.git_setup_steps(),
         *project_steps,
-        common.offline_wheels_step(plan.build_requires),
-        common.TESTER_STEP,
-        *common.finish_repo_steps(),
+        build.offline_wheels_step(plan.build_requires),
+        build.TESTER_STEP,
+        *build.finish_repo_steps(),
     ]
     repo_key = digest(env_tag, sha, steps, recipe("pgs-gitignore"))
     tag = f"{repo_image_name(repo)}:{repo_key[:12]}"
     if image_id := image_exists(client, tag):
-        return RepoImage(tag, image_id, sha, python, True, time.monotonic() - started, day)
+        return RepoImage(
+            tag=tag,
+            image_id=image_id,
+            commit=sha,
+            python=python,
+            cache_hit=True,
+            seconds=time.monotonic() - started,
+            index_date=day,
+        )
     builds = cache_dir() / "build"
     builds.mkdir(parents=True, exist_ok=True)
     with scratch.temporary_directory("clone-", builds) as tmp:  # owner named: envs.scratch
@@ -244,4 +252,12 @@ def build_repo_image(
             image_id, hit = build_layered(client, env_layer, env_tag, repo_layer, tag, status)
         except ImageBuildError as e:
             raise _with_hint(e, detected=merged.install is None) from e
-    return RepoImage(tag, image_id, sha, python, hit, time.monotonic() - started, day)
+    return RepoImage(
+        tag=tag,
+        image_id=image_id,
+        commit=sha,
+        python=python,
+        cache_hit=hit,
+        seconds=time.monotonic() - started,
+        index_date=day,
+    )

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from envs import scratch
 from envs.docker_util import labels
-from envs.images.common import Layer, digest, file_lock, image_exists
+from envs.images.build import Layer, digest, file_lock, image_exists
 
 if TYPE_CHECKING:
     import docker

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import git, make_repo
 from tests.support import inprocess
 from tests.support.textutil import ISSUE, MODEL, pgs_env

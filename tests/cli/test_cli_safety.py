@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import make_repo
 from tests.support.inprocess import Ran, run_pgs

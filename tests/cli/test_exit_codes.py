@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, bash, closed_port, run_argv
 

@@ -313,7 +313,7 @@ def test_the_paper_config_is_shipped_and_named_by_its_name(tmp_path: Path) -> No
 def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
     base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from agent.models.scripted import ScriptedServer
+    from agent.models.script_server import ScriptedServer
     from tests.pgs.test_compare import I1, two_round_policy
     from tests.support.swe_dataset import batch_args, make_dataset
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.config import load_config
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, bash, call, pgs_env

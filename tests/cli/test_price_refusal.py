@@ -15,7 +15,7 @@ import pytest
 
 from agent.cli import main
 from agent.models.prices import cost_map_path
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.inprocess import run_pgs
 from tests.support.swe_dataset import batch_args, make_dataset

@@ -15,10 +15,10 @@ from agent.cli import main
 from agent.core.loop import AgentConfig
 from agent.core.prompts import DEFAULT_CONFIG
 from agent.errors import ConfigError
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.pgs import tester
 from agent.pgs.feedback import render_feedback
-from agent.pgs.method import PGSConfig
+from agent.pgs.reviewer import PGSConfig
 from agent.run.config import load_config
 from tests.repos import make_repo
 

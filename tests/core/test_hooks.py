@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent.core.loop import Agent, RunResult
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.record.pgs import RoundRecord
 from agent.run.config import RunConfig, load_config
 from agent.run.hooks import Hooks, RunHook

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue

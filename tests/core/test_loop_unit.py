@@ -21,7 +21,7 @@ from agent.core.tools import Toolset, default_bundle_paths
 from agent.core.trajectory import Trajectory
 from agent.errors import BadRequest
 from agent.models import ModelConfig, ReplayModel, RetryConfig
-from agent.models.script import message_tokens
+from agent.models.script_format import message_tokens
 from envs.local import LocalSandbox
 from tests.repos import make_repo
 

@@ -29,7 +29,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.cli import main as pgs
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.docker_util import (
     HOST_LABEL,

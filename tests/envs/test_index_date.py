@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from envs.errors import EnvError
 from envs.images import RepoImageSpec, build_repo_image, detect_dependencies
+from envs.images.build import image_labels
 from envs.images.buildnet import SOCKET_NAME, build_network
-from envs.images.common import image_labels
 from envs.images.snapshot import JSON_TYPE, exact_pins, file_version
 from tests.support.textutil import SUBMIT, bash, cli_error, run_argv
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.config import RunConfig, dump, load_config
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig

@@ -26,7 +26,7 @@ from agent.errors import Skipped
 from agent.github.action import ActionRules, decide, mentions
 from agent.github.client import RetrySettings
 from agent.github.pr import MARKER
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.github.test_github import BODY, COMMENTS, NUMBER, REPO, TITLE, TOKEN, _git
 from tests.support.github_fake import FakeGitHub
 from tests.support.textutil import BUGGY, MODEL, SUBMIT, bash

@@ -26,7 +26,7 @@ from agent.core.loop import RunResult
 from agent.errors import InputError
 from agent.github.client import RetrySettings, parse_issue_url
 from agent.github.pr import GitHubConfig, OpenPRHook, github_task
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.config import load_config
 from agent.run.run_task import run_task
 from tests.support.github_fake import FakeGitHub

@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 from agent.cli import main
 from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.html import OBSERVATION_LIMIT
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 ROOT = Path(__file__).resolve().parents[2]

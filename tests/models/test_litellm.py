@@ -14,7 +14,7 @@ import pytest
 from agent.cli import main
 from agent.errors import AuthenticationFailed, ContextWindowExceeded, ServerError
 from agent.models import ModelConfig, RetryConfig, get_model, model_kind
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 

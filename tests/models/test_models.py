@@ -43,7 +43,7 @@ from agent.models import (
     get_model,
     get_model_class,
 )
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 
 FAST = RetryConfig(attempts=3, min_wait=0.001, max_wait=0.01)
 USER = [{"role": "user", "content": "abcdefgh"}]  # 8 characters: 2 tokens on the server
@@ -510,8 +510,8 @@ def test_a_model_class_that_is_no_import_path_fails_in_the_config() -> None:
 def test_public_names_and_the_exception_tree_are_pinned() -> None:
     import agent.cli.serve
     import agent.models
-    import agent.models.script
-    import agent.models.scripted
+    import agent.models.script_format
+    import agent.models.script_server
 
     assert set(agent.models.__all__) == {
         *["DEFAULT_PRICES", "GlobalStats", "HumanModel", "Model", "ModelConfig"],
@@ -523,10 +523,10 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         *["LITELLM_PREFIXES", "Pricing", "UnknownPrice", "check_priced", "model_kind"],
         "require_price",
     }
-    assert set(agent.models.scripted.__all__) == {
+    assert set(agent.models.script_server.__all__) == {
         *["ScriptError", "ScriptSource", "ScriptedServer", "add_arguments", "main", "serve"],
     }
-    assert set(agent.models.script.__all__) == {
+    assert set(agent.models.script_format.__all__) == {
         *["ErrorReply", "Policy", "Reply", "Script", "ScriptError", "ScriptSource", "Step"],
         "RawReply",
         *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],

@@ -35,8 +35,8 @@ from agent.models import (
     RetryConfig,
     get_model,
 )
-from agent.models.script import ScriptSource
-from agent.models.scripted import ScriptedServer
+from agent.models.script_format import ScriptSource
+from agent.models.script_server import ScriptedServer
 from agent.run.config import add_config_flags, flag_overrides, load_config
 
 FAST = RetryConfig(attempts=3, min_wait=0.001, max_wait=0.01)

@@ -13,7 +13,7 @@ import pytest
 from agent.errors import ScriptError
 from agent.models import ModelConfig
 from agent.models.replay import ReplayModel
-from agent.models.script import load_script
+from agent.models.script_format import load_script
 
 #: Replies of gemini-3-pro under mini-swe-agent 1.15 (pallets__flask-5014, messages[2] and
 #: messages[-2], public results bash-only/20251118_mini-v1.15.0_gemini-3-pro-preview-20251118).
@@ -126,7 +126,7 @@ SWE_AGENT_1X = Path(__file__).resolve().parents[1] / "data" / "swe-agent-1x-test
 
 def test_a_swe_agent_1x_step_kept_only_in_the_trajectory_is_replayed() -> None:
     from agent.inspect.recording import recorded_replies
-    from agent.models.script import trajectory_replies
+    from agent.models.script_format import trajectory_replies
 
     traj = json.loads(SWE_AGENT_1X.read_text())
     replies = trajectory_replies(traj)

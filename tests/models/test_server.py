@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from agent.cli.serve import register
 from agent.errors import ScriptError
 from agent.models import ModelConfig, OpenAIModel, RetryConfig
-from agent.models.script import ErrorReply, Reply, count_tokens, load_script, parse_step
-from agent.models.scripted import ScriptedServer
+from agent.models.script_format import ErrorReply, Reply, count_tokens, load_script, parse_step
+from agent.models.script_server import ScriptedServer
 
 FAST = RetryConfig(attempts=2, min_wait=0.001, max_wait=0.01)
 REPO = Path(__file__).resolve().parents[2]
@@ -304,7 +304,7 @@ def test_serve_script_serves_until_interrupted(tmp_path: Path) -> None:
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump([{"content": "served from the CLI"}]))
     process = subprocess.Popen(
-        [sys.executable, "-m", "agent.models.scripted", str(script), "--model", "cli-model"],
+        [sys.executable, "-m", "agent.models.script_server", str(script), "--model", "cli-model"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -396,7 +396,7 @@ TESTER = [
 
 
 def _run(repo: Path, out: Path, steps: list[dict[str, Any]], *flags: str) -> tuple[int, Any]:
-    from agent.models.scripted import ScriptedServer
+    from agent.models.script_server import ScriptedServer
 
     with ScriptedServer(steps) as server:
         code = main(

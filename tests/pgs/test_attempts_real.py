@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.record.attempts import AttemptsRecord
 
 REPOS = os.environ.get("PGS_SWEBENCH_REPOS")

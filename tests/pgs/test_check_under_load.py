@@ -9,8 +9,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agent.pgs.report import CheckReport
 from agent.pgs.runner import CheckSettings, run_pytest
+from agent.record.check import CheckReport
 from envs.local import LocalSandbox
 
 #: The ladder's issue property over a median that takes the middle of the UNSORTED list; the

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.pgs.compare import prediction_fields
 from agent.pgs.tokens import SimpleCounter
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset

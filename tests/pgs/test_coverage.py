@@ -2,7 +2,7 @@
 the original code like the related test files, and a check cut by its time budget to a small
 share of its related test files is ``partial``, which ``--open-pr`` refuses without ``--force``.
 
-PGS itself (:class:`agent.pgs.method.PGS`) in a real Docker sandbox of the DEDUPE repository,
+PGS itself (:class:`agent.pgs.reviewer.PGS`) in a real Docker sandbox of the DEDUPE repository,
 the Tester's properties written beforehand (no Tester conversation: the model is never asked)
 and validated on the original code, then the candidate checked as a run's last diff is; the
 trajectory it saves is read back by the inspector.
@@ -20,7 +20,7 @@ from agent.github.pr import refusal
 from agent.inspect.trajectory import load_trajectory
 from agent.inspect.tui_text import pgs_text
 from agent.models import ModelConfig, ReplayModel
-from agent.pgs.method import PGS, PGSConfig
+from agent.pgs.reviewer import PGS, PGSConfig
 from agent.pgs.tokens import SimpleCounter
 from envs.docker_sandbox import DockerSandbox
 from tests.pgs.checking import SETTINGS, commit_files, write_properties

@@ -15,7 +15,7 @@ import pytest
 
 from agent.core.trajectory import Trajectory
 from agent.pgs.feedback import failure_input, select_failure
-from agent.pgs.method import PGS, PGSConfig
+from agent.pgs.reviewer import PGS, PGSConfig
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
 from agent.record.check import CheckReport

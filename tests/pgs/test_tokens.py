@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.models import ModelConfig
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.pgs import tokens
 from agent.pgs.feedback import select_failure
 from agent.pgs.tokens import SimpleCounter, get_counter
@@ -314,7 +314,7 @@ def test_a_model_name_is_found_in_the_local_hugging_face_cache_never_downloaded(
 def test_a_bad_tokenizer_setting_is_refused() -> None:
     from pydantic import ValidationError
 
-    from agent.pgs.method import PGSConfig
+    from agent.pgs.reviewer import PGSConfig
 
     assert PGSConfig(tokenizer="hf:/models/x/tokenizer.json").tokenizer.startswith("hf:")
     for bad in ("bogus", "hf:", "vllm:foo"):
@@ -340,7 +340,7 @@ def test_an_sglang_server_counts_through_its_tokenize_endpoint() -> None:
 
 def _pgs(tmp_path: Path, counter: Any, status: list[str]) -> Any:
     from agent.core.trajectory import Trajectory
-    from agent.pgs.method import PGS, PGSConfig
+    from agent.pgs.reviewer import PGS, PGSConfig
 
     return PGS(
         PGSConfig(),

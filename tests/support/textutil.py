@@ -18,7 +18,7 @@ import pytest
 
 from agent.cli import main
 from agent.core.loop import RunResult
-from agent.models.scripted import ScriptedServer, ScriptSource
+from agent.models.script_server import ScriptedServer, ScriptSource
 from agent.run.config import load_config, merge
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task

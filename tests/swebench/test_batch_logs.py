@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 
 CANARY = f"pw-canary-{uuid.uuid4().hex[:16]}"

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
 from envs.docker_util import LABEL, PID_LABEL, list_containers
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
 from agent.swebench import (
     Instance,

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from agent.models.scripted import ScriptedServer
+from agent.models.script_server import ScriptedServer
 
 #: PGS_SWEBENCH_RECORDS: a JSONL of some of the records (those whose repositories you fetched).
 RECORDS = Path(

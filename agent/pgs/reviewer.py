@@ -47,6 +47,8 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.core.loop import AgentConfig
+from agent.core.prompts import CONFIG_ONLY, default_prompt, render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.errors import ModelError
@@ -151,6 +153,12 @@ class PGSConfig(BaseModel):
         default=PROPERTY_TEMPLATE, description="the feedback message of the property modes"
     )
     io_template: str = Field(default=IO_TEMPLATE, description="the feedback message of io mode")
+    tampered_note_template: str = Field(
+        default=default_prompt("pgs", "tampered_note_template"), json_schema_extra=CONFIG_ONLY
+    )
+    tests_changed_note_template: str = Field(
+        default=default_prompt("pgs", "tests_changed_note_template"), json_schema_extra=CONFIG_ONLY
+    )
     tester: TesterConfig = Field(default_factory=TesterConfig)
     check: CheckSettings = Field(default_factory=CheckSettings)
 
@@ -257,8 +265,11 @@ class PGS:
         base: str = "HEAD",
         on_round: Callable[[RoundRecord], None] = lambda _: None,
         shared: SharedProperties | None = None,
+        generator_config: AgentConfig | None = None,
     ) -> None:
         self.config = config
+        #: The Generator's agent section: the Tester's loop says its texts too (run_tester).
+        self.generator_config = generator_config
         #: Another attempt's validated property set, adopted instead of a Tester turn.
         self.shared = shared
         self.sandbox = sandbox
@@ -422,22 +433,17 @@ class PGS:
         )
         self._set_verdict(round_record, verdict, why)
 
-    @staticmethod
-    def _guard_note(round_record: RoundRecord) -> str:
+    def _guard_note(self, round_record: RoundRecord) -> str:
         """What the feedback tells the Generator about the files the check did not take
-        from its working tree."""
+        from its working tree (``pgs.tampered_note_template``, ``tests_changed_note_template``)."""
         note = ""
         if round_record.tampered:
-            note += (
-                "\n\nNote: the property files are the Tester's; the check put them back and "
-                f"ran them as the Tester wrote them ({describe(round_record.tampered)})."
-            )
+            files = describe(round_record.tampered)
+            note += "\n\n" + render_text(self.config.tampered_note_template, {"files": files})
         if round_record.tests_changed:
-            note += (
-                "\n\nNote: the check runs the repository's tests as they are at the base "
-                "commit; your changes to them do not count "
-                f"({describe(round_record.tests_changed)})."
-            )
+            files = describe(round_record.tests_changed)
+            template = self.config.tests_changed_note_template
+            note += "\n\n" + render_text(template, {"files": files})
         return note
 
     def restore_properties(self, round_record: RoundRecord | None) -> list[GuardedChange]:
@@ -594,6 +600,7 @@ class PGS:
                 function_calling=self.function_calling,
                 note=note,
                 base=self.base,
+                generator_config=self.generator_config,
             )
             self.guard.take(self.sandbox)  # from now on, these are the properties
             self.guard.restore(self.sandbox)  # and only these (no .pgs/conftest.py, own plugin)
@@ -661,31 +668,19 @@ class PGS:
         self._sync()
 
     def _retry_note(self) -> str:
+        """The Tester's retry turn: the validation report (``pgs.tester.retry_template``)."""
         validation = self.record.validation or ValidationRecord()
-        lines = [f"- {d.nodeid}: {d.reason}" for d in validation.dropped]
-        if not lines:
-            lines = [f"- {validation.note or 'no property file was written'}"]
-        return (
-            "Your properties were run on the current (unfixed) code and NO issue property "
-            "survived. The validation report:\n"
-            + "\n".join(lines)
-            + "\nFix or rewrite the files in the properties folder: every issue property must "
-            "FAIL on the current code by its assertion (it shows the bug), every regression "
-            "property must PASS, each marked with pgs_issue or pgs_regression. Then submit."
-        )
+        report = [f"{d.nodeid}: {d.reason}" for d in validation.dropped]
+        if not report:
+            report = [validation.note or "no property file was written"]
+        return render_text(self.config.tester.retry_template, {"report": report})
 
     def _probe_note(self) -> str:
+        """A fresh probe: the rules already written (``pgs.tester.probe_template``)."""
         validation = self.record.validation
         results = validation.report.results if validation and validation.report else []
         rules = sorted({r.rule for r in results if r.nodeid in self.kept and r.rule})
-        listed = "\n".join(f"- {rule}" for rule in rules) or "- (none)"
-        return (
-            "The properties already in the folder state these rules:\n"
-            + listed
-            + "\nWrite NEW property files (new file names) for other rules the fixed code must "
-            "satisfy that these do not cover: other inputs, edge cases, other functions the "
-            "issue touches. Do not change the existing files. Then submit."
-        )
+        return render_text(self.config.tester.probe_template, {"rules": rules})
 
     def baseline(self, repo_tests: list[str]) -> CheckReport | None:
         """The related tests (or the test command) on the original code; each test file, and

@@ -2,14 +2,14 @@
 
 `ScriptedServer(script)` answers `POST /v1/chat/completions` (non-streaming) and
 `GET /v1/models` on 127.0.0.1 from a script (steps, a policy or a `.traj`; the format and the
-token counting are in `agent.models.script`), so the real `openai` client, our retries, token
+token counting are in `agent.models.script_format`), so the real `openai` client, our retries, token
 usage and tool-call parsing run for real. When the steps run out the server answers 400
 "script exhausted after N replies". The served model name is the script's (or `--model`); when
 none is set, any requested model is accepted and echoed back, otherwise another name gets 404
 `model_not_found`. Tool call ids are `call_<n>`, unique per server.
 
 Command line: `pgs serve-script SCRIPT [--port N] [--host 127.0.0.1] [--model NAME]`
-(`agent.cli.serve`), or `python -m agent.models.scripted SCRIPT [...]`. For unit tests without
+(`agent.cli.serve`), or `python -m agent.models.script_server SCRIPT [...]`. For unit tests without
 HTTP, `agent.models.replay.ReplayModel` answers from the same scripts in-process.
 """
 
@@ -28,7 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from agent.errors import ScriptError
-from agent.models.script import (
+from agent.models.script_format import (
     ErrorReply,
     RawReply,
     Reply,
@@ -261,7 +261,7 @@ def serve(script: str, host: str = "127.0.0.1", port: int = 0, model: str | None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agent.models.scripted", description=(__doc__ or "").split("\n\n")[0]
+        prog="python -m agent.models.script_server", description=(__doc__ or "").split("\n\n")[0]
     )
     add_arguments(parser)
     args = parser.parse_args(argv)
