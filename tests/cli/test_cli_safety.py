@@ -1,7 +1,6 @@
 """What ``pgs run`` and ``pgs batch`` do when they are stopped or pointed at old results, as a
 user sees it: real ``pgs`` processes, the scripted model server over HTTP, real git repositories
-and real Docker containers. A run whose process proves nothing (only its output and exit code
-are checked) runs in this process.
+and real Docker containers.
 
 - SIGTERM and SIGHUP end a run like Ctrl-C: the ``.traj`` says ``interrupted``, the containers
   are removed by the run's own unwinding, the exit code is 130.
@@ -30,12 +29,10 @@ import pytest
 from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.repos import make_repo
-from tests.support.inprocess import Ran, run_pgs
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import pgs_env, run_argv
 
 ROOT = Path(__file__).resolve().parents[2]
-Capture = pytest.CaptureFixture[str]
 PGS = [sys.executable, "-m", "agent.cli"]
 MODEL = "scripted"
 INTERRUPTED = 130
@@ -72,9 +69,8 @@ def run_args(repo: Path, url: str, *extra: str, issue: str = ISSUE) -> list[str]
     return [*PGS, *run_argv(repo, *extra, url=url, issue=issue)]
 
 
-def pgs(args: list[str], capfd: Capture, cwd: Path = ROOT) -> Ran:
-    """A run whose process proves nothing (its output and exit code): in this process."""
-    return run_pgs(args, capfd, cwd=cwd)
+def pgs(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, cwd=cwd, env=pgs_env(), capture_output=True, text=True, timeout=300)
 
 
 def containers_of(client: Any, pid: int) -> list[Any]:
@@ -231,17 +227,15 @@ def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path)
         assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
 
 
-def test_a_reused_output_dir_is_refused_unless_overwrite(
-    repo: Path, tmp_path: Path, capfd: Capture
-) -> None:
+def test_a_reused_output_dir_is_refused_unless_overwrite(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with ScriptedServer(fixing) as server:
         args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        assert pgs(args, capfd).returncode == 0
+        assert pgs(args).returncode == 0
         (traj,) = out.glob("*/*.traj")
         first = traj.read_text()
 
-        again = pgs(args, capfd)
+        again = pgs(args)
         assert again.returncode == 2
         error = again.stderr.strip().splitlines()[-1]
         assert error.startswith(f"pgs: error: {traj.parent} already holds a run of {traj.stem}")
@@ -250,7 +244,7 @@ def test_a_reused_output_dir_is_refused_unless_overwrite(
         assert traj.read_text() == first  # untouched
         asked = len(server.requests)
 
-        replaced = pgs([*args, "--overwrite"], capfd)
+        replaced = pgs([*args, "--overwrite"])
         assert replaced.returncode == 0, replaced.stderr
         assert len(server.requests) == asked + 2  # it ran again
     assert traj.read_text() != first
@@ -291,7 +285,7 @@ def test_two_runs_of_one_issue_into_one_folder_at_once_one_runs(repo: Path, tmp_
     assert only_traj(out)["info"]["exit_status"] == "submitted"
 
 
-def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path, capfd: Capture) -> None:
+def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     asked, gone = threading.Event(), threading.Event()
 
@@ -313,7 +307,7 @@ def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path, capfd: 
             gone.set()
     with ScriptedServer(fixing) as server:
         args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        done = pgs([*args, "--overwrite"], capfd)
+        done = pgs([*args, "--overwrite"])
     assert done.returncode == 0, done.stderr
     assert only_traj(out)["info"]["exit_status"] == "submitted"
 
@@ -321,12 +315,10 @@ def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path, capfd: 
 # --------------------------------------------------------------------------- --issue
 
 
-def test_an_issue_path_that_is_no_file_is_one_error(
-    repo: Path, tmp_path: Path, capfd: Capture
-) -> None:
+def test_an_issue_path_that_is_no_file_is_one_error(repo: Path, tmp_path: Path) -> None:
     for issue in ("isue.txt", "docs/ISSUE.md", "./bug"):
         args = run_args(repo, "http://127.0.0.1:9/v1", "--sandbox", "local", issue=issue)
-        done = pgs(args, capfd, cwd=tmp_path)
+        done = pgs(args, cwd=tmp_path)
         assert done.returncode == 2
         assert done.stderr.strip() == (
             f"pgs: error: --issue {issue}: no such file; give an existing file or the issue's text"
@@ -334,15 +326,12 @@ def test_an_issue_path_that_is_no_file_is_one_error(
     assert not (tmp_path / "trajectories").exists()
 
 
-def test_an_issue_text_with_a_slash_is_the_issue(
-    repo: Path, tmp_path: Path, capfd: Capture
-) -> None:
+def test_an_issue_text_with_a_slash_is_the_issue(repo: Path, tmp_path: Path) -> None:
     issue = "parse_date('2024/02/30') should raise"
     out = tmp_path / "out"
     with ScriptedServer(fixing) as server:
         done = pgs(
-            run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out), issue=issue),
-            capfd,
+            run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out), issue=issue)
         )
         first_prompt = json.dumps(server.requests[0]["messages"])
     assert done.returncode == 0, done.stderr
@@ -379,7 +368,7 @@ def asked_about(server: ScriptedServer, word: str) -> int:
 
 @pytest.mark.docker
 def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
-    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path, capfd: Capture
+    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path
 ) -> None:
     out = tmp_path / "run"
     policy = HeldFirst()
@@ -406,7 +395,7 @@ def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
         assert list(preds) == ["acme__textkit-1"] and preds["acme__textkit-1"]["model_patch"]
         assert not containers_of(docker_client, proc.pid)
 
-        resumed = pgs(args, capfd)
+        resumed = pgs(args)
         assert resumed.returncode == 0, resumed.stderr
         assert "resume: 1 finished instances skipped" in resumed.stderr
         assert asked_about(server, "slugify") == 2  # not asked again: edit and submit, once

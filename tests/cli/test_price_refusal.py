@@ -2,12 +2,13 @@
 run starts while a cost limit is on (one ``pgs: error:`` line, exit 2, nothing made, no model
 call), turning the limits off runs it with its cost said to be not counted, and a model
 litellm's cost map knows is priced from it. The scripted model over real HTTP, the local
-sandbox (Docker is not the point), real git repositories; the command in this process (the
-process proves nothing here)."""
+sandbox (Docker is not the point), real git repositories."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,8 @@ from agent.cli import main
 from agent.models.prices import cost_map_path
 from agent.models.script_server import ScriptedServer
 from tests.repos import make_repo
-from tests.support.inprocess import run_pgs
 from tests.support.swe_dataset import batch_args, make_dataset
-from tests.support.textutil import BUGGY, SUBMIT, bash, run_argv
+from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py")  # the local sandbox's cwd
 UNPRICED = ("--model", "my-local-model", "--model.prices", "{}")
@@ -39,13 +39,18 @@ def traj_of(out: Path) -> dict[str, Any]:
     return data
 
 
-def test_an_unknown_price_is_refused_before_the_run_starts(
-    repo: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unknown_price_is_refused_before_the_run_starts(repo: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with ScriptedServer([FIX, SUBMIT]) as server:
         argv = run_argv(repo, *UNPRICED, "--sandbox", "local", url=server.url)
-        done = run_pgs([*argv, "--output-dir", str(out)], capfd, cwd=tmp_path)
+        done = subprocess.run(
+            [sys.executable, "-m", "agent.cli", *argv, "--output-dir", str(out)],
+            cwd=tmp_path,
+            env=pgs_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert server.requests == []  # no model call
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
@@ -124,12 +129,19 @@ def test_a_batch_with_an_unknown_price_is_refused_before_any_instance(
 
 
 def test_the_demo_with_a_key_and_an_unknown_model_is_refused_before_its_image(
-    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    tmp_path: Path,
 ) -> None:
     # With OPENAI_API_KEY the demo calls the real API: an unpriced --model stops it at once
     # (no image built, no call made: the key is never used).
-    env = {"OPENAI_API_KEY": "sk-test-never-sent", "DOCKER_HOST": "unix:///nonexistent.sock"}
-    done = run_pgs(["demo", "--model", "my-local-model"], capfd, cwd=tmp_path, env=env)
+    env = pgs_env(OPENAI_API_KEY="sk-test-never-sent", DOCKER_HOST="unix:///nonexistent.sock")
+    done = subprocess.run(
+        [sys.executable, "-m", "agent.cli", "demo", "--model", "my-local-model"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(PRICE_LINE), line
