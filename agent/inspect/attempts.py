@@ -4,23 +4,15 @@ from the chosen patch to each other one."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ValidationError
-
 from agent.errors import InterdiffError
 from agent.inspect.diff import interdiff, parse_diff
 from agent.inspect.model import AttemptsView, AttemptView, Diff
 from agent.record.attempts import AttemptsRecord
 
 
-def read_attempts(data: Any) -> AttemptsView | None:
-    """None when ``data`` is no attempts record."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        record = AttemptsRecord.model_validate(data)
-    except ValidationError:
+def read_attempts(record: AttemptsRecord | None) -> AttemptsView | None:
+    """The run record's ``attempts`` side by side; None when it has none."""
+    if record is None:
         return None
     chosen = next((c for c in record.candidates if c.attempt == record.chosen), None)
     views = []

@@ -14,6 +14,7 @@ from typing import Literal
 
 from agent.record.check import FailingInput
 from agent.record.pgs import SelectionRecord
+from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
 
@@ -227,10 +228,12 @@ class AttemptsView:
 
 @dataclass
 class Trajectory:
+    """The page of one run: a view of a :class:`~agent.record.trajectory.RunRecord` (``record``,
+    whatever writer's file it was read from), computed from it for showing."""
+
+    record: RunRecord
     path: Path | None
     instance_id: str
-    #: pgs, swe-agent, or unknown: which writer's layout the file follows.
-    writer: str = "unknown"
     issue: str | None = None
     steps: list[StepView] = field(default_factory=list)
     exit_status: str | None = None
@@ -249,6 +252,11 @@ class Trajectory:
     missing: list[str] = field(default_factory=list)
     #: ``--attempts``: every attempt side by side and why the chosen one won.
     attempts: AttemptsView | None = None
+
+    @property
+    def writer(self) -> str:
+        """pgs, swe-agent, mini-swe-agent or unknown: which writer's layout the file follows."""
+        return self.record.writer
 
     @property
     def total_cost(self) -> float | None:

@@ -27,12 +27,13 @@ from agent.inspect.model import (
 )
 from agent.pgs.validate import property_decorators
 from agent.record.check import CheckReport, FailingInput, TestResult
-from agent.record.foreign import read_pgs_record
-from agent.record.pgs import CONVERSATION_KEY, RoundRecord
+from agent.record.foreign import conversations
 from agent.record.pgs import PGSRecord as RecordedPGS
+from agent.record.pgs import RoundRecord
+from agent.record.trajectory import RunRecord
 
-#: Reads a Tester turn's conversation (the JSON stored under its key) as a trajectory.
-ReadConversation = Callable[[dict[str, Any], str], Trajectory]
+#: Shows a Tester turn's conversation (stored under its key, as a run record) as a trajectory.
+ReadConversation = Callable[[RunRecord, str], Trajectory]
 
 
 def _markers(files: dict[str, str]) -> dict[str, tuple[str, str | None]]:
@@ -69,12 +70,14 @@ def _inputs(result: TestResult) -> list[FailingInput]:
 
 
 def read_pgs(
-    raw: dict[str, Any], replay: dict[str, Any], read_conversation: ReadConversation
+    pgs: RecordedPGS,
+    unreadable: list[str],
+    replay: dict[str, Any],
+    read_conversation: ReadConversation,
 ) -> PGSPanel:
-    """The record under a trajectory's ``pgs`` key (read through
-    :class:`agent.record.pgs.PGSRecord`; a value that does not read is a missing note);
-    ``replay``: its run configuration (the feedback mode when the record does not say it)."""
-    pgs, unreadable = read_pgs_record(raw)
+    """The run record's ``pgs``; ``unreadable``: the record's missing notes of values under
+    ``pgs`` that did not read; ``replay``: its run configuration (the feedback mode when the
+    record does not say it)."""
     given = pgs.model_fields_set
     record = PGSPanel(
         mode=pgs.mode if "mode" in given else as_dict(replay.get("pgs")).get("feedback"),
@@ -106,11 +109,7 @@ def _tester_turns(
 ) -> tuple[list[TesterTurnView], Usage]:
     """Each Tester turn (from ``tester_turns`` and the ``tester``, ``tester_<n>`` keys) and the
     tokens and cost of their conversations together."""
-    stored = {
-        key: value
-        for key, value in (pgs.model_extra or {}).items()
-        if CONVERSATION_KEY.fullmatch(key)
-    }
+    stored = conversations(pgs)
     keys = [t.key for t in pgs.tester_turns] + sorted(stored)
     found: list[TesterTurnView] = []
     usage = Usage()
@@ -122,7 +121,7 @@ def _tester_turns(
             turn.files = list(turn_record.properties)
             turn.kept, turn.dropped = len(turn_record.kept), len(turn_record.dropped)
         conversation = stored.get(key)
-        if isinstance(conversation, dict):
+        if conversation is not None:
             turn.trajectory = read_conversation(conversation, key)
             stats = turn.trajectory.usage
             for name in ("tokens_sent", "tokens_received", "cost", "api_calls"):
