@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from agent.record.attempts import Candidate
 from agent.record.check import FailingInput
 from agent.record.pgs import SelectionRecord
 from agent.record.trajectory import RunRecord
@@ -190,40 +191,15 @@ class PGSPanel:
 
 @dataclass
 class AttemptView:
-    """One attempt of several (``--attempts``): its evidence and its patch."""
+    """A view of one attempt (``--attempts``), computed from the record's
+    :class:`~agent.record.attempts.Candidate`: its patch parsed for showing, and the interdiff
+    from the chosen patch to it."""
 
-    attempt: int
+    candidate: Candidate
     chosen: bool
-    exit_status: str | None
-    own_verdict: str | None
-    verdict: str
-    verdict_reason: str
-    issue: str
-    broken: list[str]
-    agreement: int
-    patch_lines: int
-    cost: float
-    tester_cost: float
-    temperature: float | None
     patch: Diff
     #: From the chosen patch to this one (None: the chosen one; an error: text in ``patch``).
     interdiff: Diff | None = None
-
-
-@dataclass
-class AttemptsView:
-    """The ``attempts`` record of a run with several attempts, and the choice."""
-
-    count: int
-    ran: int
-    stopped: str | None
-    chosen: int | None
-    reason: str
-    ties: list[int]
-    shared_from: int | None
-    total_cost: float
-    order: list[str]
-    candidates: list[AttemptView] = field(default_factory=list)
 
 
 @dataclass
@@ -250,8 +226,8 @@ class Trajectory:
     #: Why there is no PGS record when that is by design (``--feedback none``).
     pgs_absent: str | None = None
     missing: list[str] = field(default_factory=list)
-    #: ``--attempts``: every attempt side by side and why the chosen one won.
-    attempts: AttemptsView | None = None
+    #: ``--attempts``: every attempt side by side (the choice: ``record.attempts``).
+    attempts: list[AttemptView] | None = None
 
     @property
     def writer(self) -> str:
