@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from agent.record.attempts import Candidate
-from agent.record.check import FailingInput
+from agent.record.check import FailingInput, TestResult
 from agent.record.pgs import SelectionRecord
 from agent.record.trajectory import RunRecord
 
@@ -101,14 +101,11 @@ class StepView:
 
 @dataclass
 class Failure:
-    """One test that failed in a check: a property or a repository test."""
+    """A view of one failed test of a check (a property or a repository test), computed from
+    the record's :class:`~agent.record.check.TestResult`: every input it failed on, and whether
+    it is the failure fed back."""
 
-    nodeid: str
-    kind: str  # issue, regression or repo
-    category: str
-    outcome: str
-    rule: str | None = None
-    note: str | None = None
+    result: TestResult
     inputs: list[FailingInput] = field(default_factory=list)
     #: The failure chosen for the feedback message.
     chosen: bool = False

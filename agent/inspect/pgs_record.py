@@ -204,16 +204,7 @@ def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
                 rnd.passed += 1
                 continue
             rnd.failures.append(
-                Failure(
-                    nodeid=result.nodeid,
-                    kind=result.kind,
-                    category=result.category,
-                    outcome=result.outcome,
-                    rule=result.rule,
-                    note=result.note,
-                    inputs=_inputs(result),
-                    chosen=result.nodeid == chosen_id,
-                )
+                Failure(result, inputs=_inputs(result), chosen=result.nodeid == chosen_id)
             )
         rnd.errors = list(report.errors)
         rnd.cut = report.cut

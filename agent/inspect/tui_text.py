@@ -284,10 +284,11 @@ def _round_text(out: Text, rnd: Round, where: Path | None) -> None:
     for failure in rnd.failures:
         chosen = failure.chosen
         out.append("  ▶ " if chosen else "    ", style="bold")
-        out.append(f"[{failure.kind}] {failure.nodeid}: {failure.category} ({failure.outcome})")
+        result = failure.result
+        out.append(f"[{result.kind}] {result.nodeid}: {result.category} ({result.outcome})")
         out.append("  chosen\n" if chosen else "\n", style="bold")
-        if failure.rule:
-            out.append(f"      rule: {failure.rule}\n")
+        if result.rule:
+            out.append(f"      rule: {result.rule}\n")
         for example in failure.inputs[:3]:
             out.append(f"      input: {example.example or NONE}", style="dim")
             got = example.exception or example.returned
