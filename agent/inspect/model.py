@@ -14,7 +14,7 @@ from typing import Literal
 
 from agent.record.attempts import Candidate
 from agent.record.check import FailingInput, TestResult
-from agent.record.pgs import SelectionRecord
+from agent.record.pgs import SelectionRecord, TesterTurn
 from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
@@ -162,12 +162,29 @@ class Property:
 
 @dataclass
 class TesterTurnView:
+    """A view of one Tester turn, computed from the record: its
+    :class:`~agent.record.pgs.TesterTurn` (None: a conversation stored without one) and its
+    conversation shown as a trajectory."""
+
     key: str
-    why: str | None = None
-    files: list[str] = field(default_factory=list)
-    kept: int = 0
-    dropped: int = 0
+    record: TesterTurn | None = None
     trajectory: Trajectory | None = None
+
+    @property
+    def why(self) -> str | None:
+        return (self.record.why if self.record is not None else None) or None
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.record.properties) if self.record is not None else []
+
+    @property
+    def kept(self) -> int:
+        return len(self.record.kept) if self.record is not None else 0
+
+    @property
+    def dropped(self) -> int:
+        return len(self.record.dropped) if self.record is not None else 0
 
 
 @dataclass

@@ -115,11 +115,7 @@ def _tester_turns(
     usage = Usage()
     for key in dict.fromkeys(k for k in keys if k):
         turn_record = next((t for t in pgs.tester_turns if t.key == key), None)
-        turn = TesterTurnView(key=key)
-        if turn_record is not None:
-            turn.why = turn_record.why or None
-            turn.files = list(turn_record.properties)
-            turn.kept, turn.dropped = len(turn_record.kept), len(turn_record.dropped)
+        turn = TesterTurnView(key=key, record=turn_record)
         conversation = stored.get(key)
         if conversation is not None:
             turn.trajectory = read_conversation(conversation, key)
