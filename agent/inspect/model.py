@@ -14,7 +14,7 @@ from typing import Literal
 
 from agent.record.attempts import Candidate
 from agent.record.check import FailingInput, TestResult
-from agent.record.pgs import SelectionRecord, TesterTurn
+from agent.record.pgs import RoundRecord, SelectionRecord, TesterTurn
 from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
@@ -113,8 +113,11 @@ class Failure:
 
 @dataclass
 class Round:
-    """One checked candidate."""
+    """A view of one checked candidate, computed from the record's
+    :class:`~agent.record.pgs.RoundRecord` (``record``): its patch and interdiff parsed, its
+    failures, the step that submitted it and what the record lacks."""
 
+    record: RoundRecord
     number: int
     patch: Diff
     #: The step whose submission this candidate is (None: the diff a limit ended the run with).
@@ -125,12 +128,6 @@ class Round:
     #: pytest's own errors (a file that does not import).
     errors: list[str] = field(default_factory=list)
     passed: int = 0
-    #: The failure fed back, as the record holds it.
-    selection: SelectionRecord | None = None
-    #: The feedback message as the Generator got it (None: none was sent).
-    feedback: str | None = None
-    verdict: str | None = None
-    note: str | None = None
     #: What the check's time budget left out.
     cut: str | None = None
     #: How much of the check ran, in one sentence (None: not recorded).
@@ -142,6 +139,24 @@ class Round:
     tampered: list[str] = field(default_factory=list)
     tests_changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+
+    @property
+    def selection(self) -> SelectionRecord | None:
+        """The failure fed back, as the record holds it."""
+        return self.record.selection
+
+    @property
+    def feedback(self) -> str | None:
+        """The feedback message as the Generator got it (None: none was sent)."""
+        return self.record.feedback
+
+    @property
+    def verdict(self) -> str | None:
+        return self.record.verdict
+
+    @property
+    def note(self) -> str | None:
+        return self.record.note
 
 
 @dataclass

@@ -184,7 +184,7 @@ def _properties(pgs: RecordedPGS, files: dict[str, str]) -> list[Property]:
 def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
     number = raw.round or index
     has_patch = "patch" in raw.model_fields_set
-    rnd = Round(number=number, patch=parse_diff(raw.patch))
+    rnd = Round(record=raw, number=number, patch=parse_diff(raw.patch))
     if not has_patch:
         rnd.missing.append("missing: the candidate's patch")
     if previous is not None and has_patch:
@@ -207,10 +207,6 @@ def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
         rnd.coverage = report.coverage.describe() if report.coverage is not None else None
     elif raw.verdict != "unchecked":
         rnd.missing.append("missing: the check's report (which tests ran and failed)")
-    rnd.selection = selection
-    rnd.feedback = raw.feedback
-    rnd.verdict = raw.verdict
-    rnd.note = raw.note
     rnd.tampered = [f"{c.path} ({c.change})" for c in raw.tampered]
     rnd.tests_changed = [f"{c.path} ({c.change})" for c in raw.tests_changed]
     rnd.probes = [list(p.new_kept) for p in raw.probes]
