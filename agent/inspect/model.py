@@ -14,7 +14,7 @@ from typing import Literal
 
 from agent.record.attempts import Candidate
 from agent.record.check import FailingInput, TestResult
-from agent.record.pgs import RoundRecord, SelectionRecord, TesterTurn
+from agent.record.pgs import PGSRecord, RoundRecord, SelectionRecord, TesterTurn
 from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
@@ -204,16 +204,18 @@ class TesterTurnView:
 
 @dataclass
 class PGSPanel:
+    """A view of the run record's :class:`~agent.record.pgs.PGSRecord` (``record``), computed
+    from it: each property's fate, the rounds and Tester turns shown, the Testers' usage
+    together and what the record lacks."""
+
+    record: PGSRecord
+    #: The feedback mode: the record's, else the run configuration's (None: neither says).
     mode: str | None = None
+    #: The record's verdict (None: the record does not hold one).
     verdict: str | None = None
-    verdict_reason: str | None = None
     properties: list[Property] = field(default_factory=list)
-    #: {path: source} of the property files.
-    files: dict[str, str] = field(default_factory=dict)
     rounds: list[Round] = field(default_factory=list)
     tester_turns: list[TesterTurnView] = field(default_factory=list)
-    tester_error: str | None = None
-    validation_note: str | None = None
     tester_usage: Usage = field(default_factory=Usage)
     missing: list[str] = field(default_factory=list)
 

@@ -80,22 +80,18 @@ def read_pgs(
     record does not say it)."""
     given = pgs.model_fields_set
     record = PGSPanel(
+        record=pgs,
         mode=pgs.mode if "mode" in given else as_dict(replay.get("pgs")).get("feedback"),
         verdict=pgs.verdict if "verdict" in given else None,
-        verdict_reason=pgs.verdict_reason,
-        tester_error=pgs.tester_error,
     )
     record.missing.extend(unreadable)
     if record.verdict is None:
         record.missing.append("missing: pgs.verdict")
-    record.files = dict(pgs.properties or {})
-    validation = pgs.validation
-    if validation is None:
+    if pgs.validation is None:
         record.missing.append("missing: pgs.validation (which properties were kept and why)")
-    record.validation_note = validation.note if validation is not None else None
     if "rounds" not in given:
         record.missing.append("missing: pgs.rounds (the checked candidates)")
-    record.properties = _properties(pgs, record.files)
+    record.properties = _properties(pgs, dict(pgs.properties or {}))
     previous: str | None = None
     for i, r in enumerate(pgs.rounds):
         record.rounds.append(_round(i + 1, r, previous))
