@@ -243,15 +243,12 @@ class Trajectory:
     instance_id: str
     issue: str | None = None
     steps: list[StepView] = field(default_factory=list)
-    exit_status: str | None = None
     #: Limits that ended the run, each in words (step limit, cost limit, ...).
     limits_hit: list[str] = field(default_factory=list)
     #: Limits in force ("100 steps", "3600 s", "$3.00"), as far as the file says.
     limits: list[str] = field(default_factory=list)
-    error: str | None = None
     submission: Diff | None = None
     usage: Usage = field(default_factory=Usage)
-    duration: float | None = None
     model_name: str | None = None
     pgs: PGSPanel | None = None
     #: Why there is no PGS record when that is by design (``--feedback none``).
@@ -259,6 +256,21 @@ class Trajectory:
     missing: list[str] = field(default_factory=list)
     #: ``--attempts``: every attempt side by side (the choice: ``record.attempts``).
     attempts: list[AttemptView] | None = None
+
+    @property
+    def exit_status(self) -> str | None:
+        return self.record.info.exit_status
+
+    @property
+    def error(self) -> str | None:
+        """The error that ended the run (None: none recorded)."""
+        return self.record.info.error or None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the run took (None: not recorded)."""
+        seconds = self.record.info.duration
+        return None if seconds is None else float(seconds)
 
     @property
     def writer(self) -> str:

@@ -319,14 +319,11 @@ def _read_info(
     if status is None:
         missing.append("missing: info.exit_status (how the run ended)")
     else:
-        traj.exit_status = status
-        for name in re.findall(r"exit_(\w+)", traj.exit_status):
+        for name in re.findall(r"exit_(\w+)", status):
             if name in LIMITS:
                 traj.limits_hit.append(LIMITS[name])
         if traj.limits_hit and info.limit_message:
             traj.limits_hit[-1] += f": {info.limit_message}"
-    if info.error:
-        traj.error = info.error
     if "submission" in info.model_fields_set:
         traj.submission = parse_diff(info.submission or "")
     else:
@@ -342,7 +339,6 @@ def _read_info(
         missing.append("missing: info.model_stats (tokens and cost)")
     else:
         traj.usage = usage
-    traj.duration = as_float(info.duration)
     agent = as_dict(replay.get("agent"))
     model = as_dict(replay.get("model")) or as_dict(agent.get("model"))
     traj.model_name = str(model["name"]) if model.get("name") else None
