@@ -34,7 +34,7 @@ from agent.inspect.fields import (
     as_text,
     is_demo,
     read_json,
-    read_usage,
+    usage_of,
 )
 from agent.inspect.model import Round, StepView, Trajectory
 from agent.inspect.pgs_record import read_pgs
@@ -266,8 +266,7 @@ def _step(index: int, raw: Step | None) -> StepView:
         exit_code=raw.exit_code,
     )
     step.state = {str(k): as_text(v) for k, v in raw.state.items()}
-    if raw.usage is not None:
-        step.usage = read_usage(raw.usage.model_dump(exclude_unset=True))
+    step.usage = usage_of(raw.usage)
     said = len(step.response or step.thought) + len(step.action) + len(step.observation)
     step.estimated_tokens = (said + 3) // 4
     for key in STEP_KEYS:
@@ -334,7 +333,7 @@ def _read_info(
         else:
             missing.append("missing: info.submission (the final patch)")
     stats = info.model_stats
-    usage = read_usage(stats.model_dump() if stats is not None else None)
+    usage = usage_of(stats)
     if usage is None:
         missing.append("missing: info.model_stats (tokens and cost)")
     else:
