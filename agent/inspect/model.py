@@ -1,9 +1,13 @@
 """What ``pgs inspect`` shows, as plain typed data: no HTML here, so a terminal view can use it.
 
-:mod:`agent.inspect.load` fills these records from ``.traj`` files, run folders and batch
-folders; :mod:`agent.inspect.html` renders them. Texts are kept whole (a view decides how much
-to show). Whatever a file does not hold is said, never guessed: each record has ``missing``, a
-list of sentences ``"missing: <what>"`` that a view prints where the part would be.
+The inspector holds no model of the run of its own: every trajectory, pgs's or a foreign one,
+is read into a :class:`~agent.record.trajectory.RunRecord` (:func:`agent.record.foreign.record_of`)
+and the classes here are views computed from it, holding the record's parts (``record``,
+``candidate``, ``result``) and only what showing needs beside them: parsed diffs, the step each
+round checked, each property's fate, batch rows. :mod:`agent.inspect.load` builds them;
+:mod:`agent.inspect.html` renders them. Texts are kept whole (a view decides how much to show).
+Whatever a file does not hold is said, never guessed: a view has ``missing``, a list of
+sentences ``"missing: <what>"`` that is printed where the part would be.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ DiffLineKind = Literal["context", "added", "removed", "note"]
 
 @dataclass
 class DiffLine:
+    """A view of one line of a patch in the record, parsed for rendering."""
+
     kind: DiffLineKind
     text: str
     #: Line numbers in the old and the new file (None where the line is not in that file).
@@ -31,12 +37,16 @@ class DiffLine:
 
 @dataclass
 class Hunk:
+    """A view of one hunk of a patch in the record, parsed for rendering."""
+
     header: str
     lines: list[DiffLine] = field(default_factory=list)
 
 
 @dataclass
 class FileDiff:
+    """A view of one file's change in a patch in the record, parsed for rendering."""
+
     path: str
     old_path: str | None = None
     #: modified, added, removed, renamed or binary.
@@ -48,7 +58,8 @@ class FileDiff:
 
 @dataclass
 class Diff:
-    """A unified diff, parsed with ``unidiff``; ``error`` when it could not be (``text`` stays)."""
+    """A view of a patch the record holds (a submission, a round's candidate, an attempt's),
+    parsed with ``unidiff`` for rendering; ``error`` when it could not be (``text`` stays)."""
 
     text: str
     files: list[FileDiff] = field(default_factory=list)
@@ -81,6 +92,11 @@ class Usage:
 
 @dataclass
 class StepView:
+    """A view of one step, computed from the record: a :class:`~agent.record.steps.Step` of its
+    ``trajectory``, or for a file without steps (mini-swe-agent, a history only) a reply of its
+    ``history`` and what followed; with its place, the round that checked it, an estimate of
+    its tokens and what it lacks."""
+
     index: int  # 1-based
     thought: str = ""
     action: str = ""
@@ -163,6 +179,10 @@ class Round:
 
 @dataclass
 class Property:
+    """A view of one property's fate, computed from the record's ``pgs`` (its Tester turns,
+    validation and reports, its markers in the property files): the record holds no such
+    object, only the lists it is gathered from."""
+
     nodeid: str
     kind: str | None = None  # issue or regression
     rule: str | None = None
@@ -291,6 +311,9 @@ class Trajectory:
 
 @dataclass
 class BatchRow:
+    """A view of one run in a batch folder, computed from its record (or its prediction, when
+    it has no trajectory) and the eval report: a row of the batch table."""
+
     instance_id: str
     traj_path: Path | None
     exit_status: str | None = None
@@ -310,6 +333,8 @@ class BatchRow:
 
 @dataclass
 class Batch:
+    """A view of a batch folder: its rows and the eval report beside them."""
+
     path: Path
     rows: list[BatchRow] = field(default_factory=list)
     eval_report: Path | None = None
