@@ -19,6 +19,7 @@ from typing import Literal
 from agent.record.attempts import Candidate
 from agent.record.check import FailingInput, TestResult
 from agent.record.pgs import PGSRecord, RoundRecord, SelectionRecord, TesterTurn
+from agent.record.steps import Step
 from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
@@ -98,15 +99,10 @@ class StepView:
     its tokens and what it lacks."""
 
     index: int  # 1-based
-    thought: str = ""
-    action: str = ""
-    observation: str = ""
-    response: str = ""
-    execution_time: float | None = None
-    #: The environment's state after the step (working_dir, open_file, ...).
+    #: The step as the record holds it (rebuilt from the history for a file without steps).
+    step: Step = field(default_factory=Step)
+    #: The environment's state after the step (working_dir, open_file, ...), as text.
     state: dict[str, str] = field(default_factory=dict)
-    tool: str | None = None
-    exit_code: int | None = None
     #: This step's model call, when the writer recorded it per step.
     usage: Usage | None = None
     #: Tokens this step added to the conversation, estimated (about 4 characters a token) from
@@ -115,6 +111,35 @@ class StepView:
     #: The PGS round this step's submission started (its candidate was checked there).
     round: int | None = None
     missing: list[str] = field(default_factory=list)
+
+    @property
+    def thought(self) -> str:
+        return self.step.thought
+
+    @property
+    def action(self) -> str:
+        return self.step.action
+
+    @property
+    def observation(self) -> str:
+        return self.step.observation
+
+    @property
+    def response(self) -> str:
+        return self.step.response
+
+    @property
+    def execution_time(self) -> float | None:
+        seconds = self.step.execution_time
+        return None if seconds is None else float(seconds)
+
+    @property
+    def tool(self) -> str | None:
+        return self.step.tool or None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.step.exit_code
 
 
 @dataclass

@@ -172,11 +172,13 @@ def _mini_trajectory(
             observation = as_text(messages[int(reply.where[9:-1]) + 1].get("content"))
         step = StepView(
             index=n + 1,
-            thought=reply.content,
-            action=reply.command or "" if reply.ran else "",
-            observation=observation,
-            response=reply.content,
-            exit_code=reply.exit_code,
+            step=Step(
+                thought=reply.content,
+                action=reply.command or "" if reply.ran else "",
+                observation=observation,
+                response=reply.content,
+                exit_code=reply.exit_code,
+            ),
         )
         step.estimated_tokens = (len(reply.content) + len(observation) + 3) // 4
         traj.steps.append(step)
@@ -255,16 +257,7 @@ def _step(index: int, raw: Step | None) -> StepView:
     """``raw``: None where the file's step did not read (not a JSON object)."""
     if raw is None:
         return StepView(index=index, missing=["missing: the step itself (not a JSON object)"])
-    step = StepView(
-        index=index,
-        thought=raw.thought,
-        action=raw.action,
-        observation=raw.observation,
-        response=raw.response,
-        execution_time=None if raw.execution_time is None else float(raw.execution_time),
-        tool=raw.tool or None,
-        exit_code=raw.exit_code,
-    )
+    step = StepView(index=index, step=raw)
     step.state = {str(k): as_text(v) for k, v in raw.state.items()}
     step.usage = usage_of(raw.usage)
     said = len(step.response or step.thought) + len(step.action) + len(step.observation)
@@ -296,10 +289,12 @@ def _steps_from_history(history: list[Any]) -> list[StepView]:
         content = as_text(message.get("content"))
         step = StepView(
             index=len(steps) + 1,
-            thought=as_text(message.get("thought")) or content,
-            action=action,
-            observation=observation,
-            response=content,
+            step=Step(
+                thought=as_text(message.get("thought")) or content,
+                action=action,
+                observation=observation,
+                response=content,
+            ),
             missing=["missing: execution_time"],
         )
         step.estimated_tokens = (len(content) + len(action) + len(observation) + 3) // 4
