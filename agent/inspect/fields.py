@@ -10,16 +10,18 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from agent.errors import InspectError
 from agent.inspect.model import Usage
+from agent.record.foreign import TRAJECTORY_KEYS
 from agent.record.steps import ModelStats
 from agent.record.steps import Usage as StepUsage
 
 #: What the three kinds of PATH look like, for error messages.
 KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"
-TRAJ_KEYS = ("trajectory", "history", "info")
+#: A trajectory has at least one of these keys (:data:`agent.record.foreign.TRAJECTORY_KEYS`).
+TRAJ_KEYS = TRAJECTORY_KEYS
 
 
 def as_text(value: Any) -> str:
@@ -62,10 +64,6 @@ def as_dict(value: Any) -> dict[str, Any]:
     return {}
 
 
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def usage_of(stats: ModelStats | StepUsage | None) -> Usage | None:
     """A record's model stats (``info.model_stats``) or a step's usage as shown: each number
     the file holds, None for each it does not; None when it holds none."""
@@ -97,11 +95,6 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InspectError(f"{path} is not JSON ({e}): pass {KINDS}") from None
-
-
-def is_trajectory(data: Any) -> TypeGuard[dict[str, Any]]:
-    """Whether a file's JSON has the shape of a trajectory (one of :data:`TRAJ_KEYS`)."""
-    return isinstance(data, dict) and any(key in data for key in TRAJ_KEYS)
 
 
 def is_demo(message: dict[str, Any]) -> bool:

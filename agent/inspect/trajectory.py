@@ -1,16 +1,14 @@
-"""One trajectory: a ``.traj`` file in pgs's layout or SWE-agent's, or a mini-swe-agent
-trajectory (``messages``, ``trajectory_format: mini-swe-agent-1`` or 2.x's ``-1.1``), as a
-:class:`Trajectory`.
+"""One trajectory as the page shows it: a ``.traj`` file in pgs's layout or SWE-agent's, or a
+mini-swe-agent trajectory, read into the one run record (:func:`agent.record.foreign.record_of`:
+a :class:`~agent.record.trajectory.RunRecord`, with what a foreign file lacked in its
+``missing``), then shown as a :class:`Trajectory` built from that record alone.
 
-mini-swe-agent's layout: ``info`` (``exit_status``, ``submission``, ``model_stats``, ``config``)
-and ``messages``; its steps are rebuilt from the messages (:mod:`agent.inspect.recording`): each
-reply, the command it ran and the observation that followed, with the exit code.
-
-SWE-agent's layout: ``trajectory``, ``history``, ``info``, ``replay_config``; steps with
-``thought``, ``action``, ``observation``, ``response``, ``execution_time``, ``state``, ``query``.
-An older or foreign file with keys missing loads too: every missing part becomes a
-``"missing: <what>"`` note, never an exception. The PGS record is read by
-:mod:`agent.inspect.pgs_record`.
+mini-swe-agent's steps are rebuilt from the record's ``history`` (its messages,
+:mod:`agent.inspect.recording`): each reply, the command it ran and the observation that
+followed, with the exit code. SWE-agent's and pgs's are the record's ``trajectory``; a file
+without one shows the steps rebuilt from its ``history``. An older or foreign file with keys
+missing loads too: every missing part becomes a ``"missing: <what>"`` note, never an exception.
+The PGS record is shown by :mod:`agent.inspect.pgs_record`.
 
 Errors: :class:`~agent.errors.InspectError` from :func:`load_trajectory` for a file that
 is not JSON or not a trajectory.
