@@ -1,26 +1,18 @@
-"""The ``attempts`` record of a ``.traj`` (``--attempts``, :mod:`agent.pgs.selection`) as
-:class:`~agent.inspect.model.AttemptsView`: every candidate side by side, with the interdiff
-from the chosen patch to each other one."""
+"""The ``attempts`` record of a run (``--attempts``, :mod:`agent.pgs.selection`) for showing:
+every :class:`~agent.record.attempts.Candidate` side by side, with its patch parsed and the
+interdiff from the chosen patch to each other one (:class:`~agent.inspect.model.AttemptView`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ValidationError
-
 from agent.errors import InterdiffError
 from agent.inspect.diff import interdiff, parse_diff
-from agent.inspect.model import AttemptsView, AttemptView, Diff
+from agent.inspect.model import AttemptView, Diff
 from agent.record.attempts import AttemptsRecord
 
 
-def read_attempts(data: Any) -> AttemptsView | None:
-    """None when ``data`` is no attempts record."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        record = AttemptsRecord.model_validate(data)
-    except ValidationError:
+def read_attempts(record: AttemptsRecord | None) -> list[AttemptView] | None:
+    """The run record's ``attempts`` candidates side by side; None when it has none."""
+    if record is None:
         return None
     chosen = next((c for c in record.candidates if c.attempt == record.chosen), None)
     views = []
@@ -33,32 +25,7 @@ def read_attempts(data: Any) -> AttemptsView | None:
                 between = Diff(text="", error=f"no interdiff: {e}")
         views.append(
             AttemptView(
-                attempt=c.attempt,
-                chosen=c is chosen,
-                exit_status=c.exit_status,
-                own_verdict=c.own_verdict,
-                verdict=c.verdict,
-                verdict_reason=c.verdict_reason,
-                issue=f"{c.issue_passed} of {c.issue_total}",
-                broken=list(c.broken),
-                agreement=c.agreement,
-                patch_lines=c.patch_lines,
-                cost=c.cost,
-                tester_cost=c.tester_cost,
-                temperature=c.temperature,
-                patch=parse_diff(c.patch),
-                interdiff=between,
+                candidate=c, chosen=c is chosen, patch=parse_diff(c.patch), interdiff=between
             )
         )
-    return AttemptsView(
-        count=record.count,
-        ran=record.ran,
-        stopped=record.stopped,
-        chosen=record.chosen,
-        reason=record.reason,
-        ties=list(record.ties),
-        shared_from=record.shared_from,
-        total_cost=record.total_cost,
-        order=list(record.order),
-        candidates=views,
-    )
+    return views

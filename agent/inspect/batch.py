@@ -18,10 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import InspectError, ReportError
-from agent.inspect.fields import KINDS, as_dict, as_float, as_int, is_trajectory, read_json
+from agent.inspect.fields import KINDS, as_dict, as_float, as_int, read_json
 from agent.inspect.model import Batch, BatchRow, Trajectory
 from agent.inspect.trajectory import trajectory_from_dict
 from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions
+from agent.record.trajectory import RunRecord
 
 
 def _traj_paths(folder: Path) -> dict[str, Path]:
@@ -132,33 +133,32 @@ def _row(
         row.rounds = as_int(pred.get("pgs_rounds"))
         return row
     try:
-        data = read_json(traj_path)
-        if not is_trajectory(data):
-            raise InspectError(f"{traj_path} is not a trajectory")
+        traj = trajectory_from_dict(read_json(traj_path), path=traj_path, instance_id=iid)
     except InspectError as e:
         row.missing.append(f"missing: a readable trajectory ({e})")
         return row
-    traj = trajectory_from_dict(data, path=traj_path, instance_id=iid)
-    _fill_row(row, traj, data)
+    _fill_row(row, traj)
     if on_trajectory is not None:
         on_trajectory(traj)
     return row
 
 
-def _report_fields(data: dict[str, Any]) -> dict[str, Any] | None:
+def _report_fields(record: RunRecord) -> dict[str, Any] | None:
     """``pgs report``'s fields of a run, or None when its pgs record is damaged (the row then
     shows what the trajectory itself holds, and the loader lists what is missing)."""
+    if any(m.startswith("missing: pgs.") for m in record.missing):
+        return None
     try:
-        return prediction_fields(data)
+        return prediction_fields(record)
     except ValidationError:
         return None
 
 
-def _fill_row(row: BatchRow, traj: Trajectory, data: dict[str, Any]) -> None:
+def _fill_row(row: BatchRow, traj: Trajectory) -> None:
     row.exit_status = traj.exit_status
     row.steps = len(traj.steps)
     row.duration = traj.duration
-    fields = _report_fields(data) if traj.writer == "pgs" else None
+    fields = _report_fields(traj.record) if traj.writer == "pgs" else None
     if fields is not None:  # the fields `pgs report` counts, computed the same way
         row.mode, row.verdict = fields["pgs_mode"], fields["pgs_verdict"]
         row.rounds, row.cost = fields["pgs_rounds"], fields["cost"]

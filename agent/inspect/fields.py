@@ -10,14 +10,18 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from agent.errors import InspectError
 from agent.inspect.model import Usage
+from agent.record.foreign import TRAJECTORY_KEYS
+from agent.record.steps import ModelStats
+from agent.record.steps import Usage as StepUsage
 
 #: What the three kinds of PATH look like, for error messages.
 KINDS = "a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json, <id>/<id>.traj)"
-TRAJ_KEYS = ("trajectory", "history", "info")
+#: A trajectory has at least one of these keys (:data:`agent.record.foreign.TRAJECTORY_KEYS`).
+TRAJ_KEYS = TRAJECTORY_KEYS
 
 
 def as_text(value: Any) -> str:
@@ -60,23 +64,24 @@ def as_dict(value: Any) -> dict[str, Any]:
     return {}
 
 
-def as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def read_usage(stats: Any) -> Usage | None:
-    """Tokens and cost from a ``model_stats``-like dict (ours, SWE-agent's, OpenAI's usage)."""
-    if not isinstance(stats, dict):
+def usage_of(stats: ModelStats | StepUsage | None) -> Usage | None:
+    """A record's model stats (``info.model_stats``) or a step's usage as shown: each number
+    the file holds, None for each it does not; None when it holds none."""
+    if stats is None:
         return None
+    given = stats.model_fields_set
+
+    def held(name: str) -> Any:
+        return getattr(stats, name) if name in given else None
+
+    cost = held("instance_cost") if isinstance(stats, ModelStats) else held("cost")
     usage = Usage(
-        tokens_sent=as_int(stats.get("tokens_sent", stats.get("prompt_tokens"))),
-        tokens_received=as_int(stats.get("tokens_received", stats.get("completion_tokens"))),
-        cost=as_float(stats.get("instance_cost", stats.get("cost"))),
-        api_calls=as_int(stats.get("api_calls")),
+        tokens_sent=held("tokens_sent"),
+        tokens_received=held("tokens_received"),
+        cost=None if cost is None else float(cost),
+        api_calls=held("api_calls") if isinstance(stats, ModelStats) else None,
     )
-    if usage == Usage():
-        return None
-    return usage
+    return None if usage == Usage() else usage
 
 
 def read_json(path: Path) -> Any:
@@ -90,11 +95,6 @@ def read_json(path: Path) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise InspectError(f"{path} is not JSON ({e}): pass {KINDS}") from None
-
-
-def is_trajectory(data: Any) -> TypeGuard[dict[str, Any]]:
-    """Whether a file's JSON has the shape of a trajectory (one of :data:`TRAJ_KEYS`)."""
-    return isinstance(data, dict) and any(key in data for key in TRAJ_KEYS)
 
 
 def is_demo(message: dict[str, Any]) -> bool:

@@ -1,9 +1,13 @@
 """What ``pgs inspect`` shows, as plain typed data: no HTML here, so a terminal view can use it.
 
-:mod:`agent.inspect.load` fills these records from ``.traj`` files, run folders and batch
-folders; :mod:`agent.inspect.html` renders them. Texts are kept whole (a view decides how much
-to show). Whatever a file does not hold is said, never guessed: each record has ``missing``, a
-list of sentences ``"missing: <what>"`` that a view prints where the part would be.
+The inspector holds no model of the run of its own: every trajectory, pgs's or a foreign one,
+is read into a :class:`~agent.record.trajectory.RunRecord` (:func:`agent.record.foreign.record_of`)
+and the classes here are views computed from it, holding the record's parts (``record``,
+``candidate``, ``result``) and only what showing needs beside them: parsed diffs, the step each
+round checked, each property's fate, batch rows. :mod:`agent.inspect.load` builds them;
+:mod:`agent.inspect.html` renders them. Texts are kept whole (a view decides how much to show).
+Whatever a file does not hold is said, never guessed: a view has ``missing``, a list of
+sentences ``"missing: <what>"`` that is printed where the part would be.
 """
 
 from __future__ import annotations
@@ -12,14 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from agent.record.check import FailingInput
-from agent.record.pgs import SelectionRecord
+from agent.record.attempts import Candidate
+from agent.record.check import FailingInput, TestResult
+from agent.record.pgs import PGSRecord, RoundRecord, SelectionRecord, TesterTurn
+from agent.record.steps import Step
+from agent.record.trajectory import RunRecord
 
 DiffLineKind = Literal["context", "added", "removed", "note"]
 
 
 @dataclass
 class DiffLine:
+    """A view of one line of a patch in the record, parsed for rendering."""
+
     kind: DiffLineKind
     text: str
     #: Line numbers in the old and the new file (None where the line is not in that file).
@@ -29,12 +38,16 @@ class DiffLine:
 
 @dataclass
 class Hunk:
+    """A view of one hunk of a patch in the record, parsed for rendering."""
+
     header: str
     lines: list[DiffLine] = field(default_factory=list)
 
 
 @dataclass
 class FileDiff:
+    """A view of one file's change in a patch in the record, parsed for rendering."""
+
     path: str
     old_path: str | None = None
     #: modified, added, removed, renamed or binary.
@@ -46,7 +59,8 @@ class FileDiff:
 
 @dataclass
 class Diff:
-    """A unified diff, parsed with ``unidiff``; ``error`` when it could not be (``text`` stays)."""
+    """A view of a patch the record holds (a submission, a round's candidate, an attempt's),
+    parsed with ``unidiff`` for rendering; ``error`` when it could not be (``text`` stays)."""
 
     text: str
     files: list[FileDiff] = field(default_factory=list)
@@ -67,7 +81,9 @@ class Diff:
 
 @dataclass
 class Usage:
-    """A model's tokens and cost; None where the file does not say."""
+    """A view of a record's :class:`~agent.record.steps.ModelStats` or a step's
+    :class:`~agent.record.steps.Usage`, computed from it (:func:`agent.inspect.fields.usage_of`):
+    None for each number the file does not hold, where the record defaults it to 0."""
 
     tokens_sent: int | None = None
     tokens_received: int | None = None
@@ -77,16 +93,16 @@ class Usage:
 
 @dataclass
 class StepView:
+    """A view of one step, computed from the record: a :class:`~agent.record.steps.Step` of its
+    ``trajectory``, or for a file without steps (mini-swe-agent, a history only) a reply of its
+    ``history`` and what followed; with its place, the round that checked it, an estimate of
+    its tokens and what it lacks."""
+
     index: int  # 1-based
-    thought: str = ""
-    action: str = ""
-    observation: str = ""
-    response: str = ""
-    execution_time: float | None = None
-    #: The environment's state after the step (working_dir, open_file, ...).
+    #: The step as the record holds it (rebuilt from the history for a file without steps).
+    step: Step = field(default_factory=Step)
+    #: The environment's state after the step (working_dir, open_file, ...), as text.
     state: dict[str, str] = field(default_factory=dict)
-    tool: str | None = None
-    exit_code: int | None = None
     #: This step's model call, when the writer recorded it per step.
     usage: Usage | None = None
     #: Tokens this step added to the conversation, estimated (about 4 characters a token) from
@@ -96,17 +112,43 @@ class StepView:
     round: int | None = None
     missing: list[str] = field(default_factory=list)
 
+    @property
+    def thought(self) -> str:
+        return self.step.thought
+
+    @property
+    def action(self) -> str:
+        return self.step.action
+
+    @property
+    def observation(self) -> str:
+        return self.step.observation
+
+    @property
+    def response(self) -> str:
+        return self.step.response
+
+    @property
+    def execution_time(self) -> float | None:
+        seconds = self.step.execution_time
+        return None if seconds is None else float(seconds)
+
+    @property
+    def tool(self) -> str | None:
+        return self.step.tool or None
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.step.exit_code
+
 
 @dataclass
 class Failure:
-    """One test that failed in a check: a property or a repository test."""
+    """A view of one failed test of a check (a property or a repository test), computed from
+    the record's :class:`~agent.record.check.TestResult`: every input it failed on, and whether
+    it is the failure fed back."""
 
-    nodeid: str
-    kind: str  # issue, regression or repo
-    category: str
-    outcome: str
-    rule: str | None = None
-    note: str | None = None
+    result: TestResult
     inputs: list[FailingInput] = field(default_factory=list)
     #: The failure chosen for the feedback message.
     chosen: bool = False
@@ -114,8 +156,11 @@ class Failure:
 
 @dataclass
 class Round:
-    """One checked candidate."""
+    """A view of one checked candidate, computed from the record's
+    :class:`~agent.record.pgs.RoundRecord` (``record``): its patch and interdiff parsed, its
+    failures, the step that submitted it and what the record lacks."""
 
+    record: RoundRecord
     number: int
     patch: Diff
     #: The step whose submission this candidate is (None: the diff a limit ended the run with).
@@ -126,12 +171,6 @@ class Round:
     #: pytest's own errors (a file that does not import).
     errors: list[str] = field(default_factory=list)
     passed: int = 0
-    #: The failure fed back, as the record holds it.
-    selection: SelectionRecord | None = None
-    #: The feedback message as the Generator got it (None: none was sent).
-    feedback: str | None = None
-    verdict: str | None = None
-    note: str | None = None
     #: What the check's time budget left out.
     cut: str | None = None
     #: How much of the check ran, in one sentence (None: not recorded).
@@ -144,9 +183,31 @@ class Round:
     tests_changed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
 
+    @property
+    def selection(self) -> SelectionRecord | None:
+        """The failure fed back, as the record holds it."""
+        return self.record.selection
+
+    @property
+    def feedback(self) -> str | None:
+        """The feedback message as the Generator got it (None: none was sent)."""
+        return self.record.feedback
+
+    @property
+    def verdict(self) -> str | None:
+        return self.record.verdict
+
+    @property
+    def note(self) -> str | None:
+        return self.record.note
+
 
 @dataclass
 class Property:
+    """A view of one property's fate, computed from the record's ``pgs`` (its Tester turns,
+    validation and reports, its markers in the property files): the record holds no such
+    object, only the lists it is gathered from."""
+
     nodeid: str
     kind: str | None = None  # issue or regression
     rule: str | None = None
@@ -163,92 +224,105 @@ class Property:
 
 @dataclass
 class TesterTurnView:
+    """A view of one Tester turn, computed from the record: its
+    :class:`~agent.record.pgs.TesterTurn` (None: a conversation stored without one) and its
+    conversation shown as a trajectory."""
+
     key: str
-    why: str | None = None
-    files: list[str] = field(default_factory=list)
-    kept: int = 0
-    dropped: int = 0
+    record: TesterTurn | None = None
     trajectory: Trajectory | None = None
+
+    @property
+    def why(self) -> str | None:
+        return (self.record.why if self.record is not None else None) or None
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.record.properties) if self.record is not None else []
+
+    @property
+    def kept(self) -> int:
+        return len(self.record.kept) if self.record is not None else 0
+
+    @property
+    def dropped(self) -> int:
+        return len(self.record.dropped) if self.record is not None else 0
 
 
 @dataclass
 class PGSPanel:
+    """A view of the run record's :class:`~agent.record.pgs.PGSRecord` (``record``), computed
+    from it: each property's fate, the rounds and Tester turns shown, the Testers' usage
+    together and what the record lacks."""
+
+    record: PGSRecord
+    #: The feedback mode: the record's, else the run configuration's (None: neither says).
     mode: str | None = None
+    #: The record's verdict (None: the record does not hold one).
     verdict: str | None = None
-    verdict_reason: str | None = None
     properties: list[Property] = field(default_factory=list)
-    #: {path: source} of the property files.
-    files: dict[str, str] = field(default_factory=dict)
     rounds: list[Round] = field(default_factory=list)
     tester_turns: list[TesterTurnView] = field(default_factory=list)
-    tester_error: str | None = None
-    validation_note: str | None = None
     tester_usage: Usage = field(default_factory=Usage)
     missing: list[str] = field(default_factory=list)
 
 
 @dataclass
 class AttemptView:
-    """One attempt of several (``--attempts``): its evidence and its patch."""
+    """A view of one attempt (``--attempts``), computed from the record's
+    :class:`~agent.record.attempts.Candidate`: its patch parsed for showing, and the interdiff
+    from the chosen patch to it."""
 
-    attempt: int
+    candidate: Candidate
     chosen: bool
-    exit_status: str | None
-    own_verdict: str | None
-    verdict: str
-    verdict_reason: str
-    issue: str
-    broken: list[str]
-    agreement: int
-    patch_lines: int
-    cost: float
-    tester_cost: float
-    temperature: float | None
     patch: Diff
     #: From the chosen patch to this one (None: the chosen one; an error: text in ``patch``).
     interdiff: Diff | None = None
 
 
 @dataclass
-class AttemptsView:
-    """The ``attempts`` record of a run with several attempts, and the choice."""
-
-    count: int
-    ran: int
-    stopped: str | None
-    chosen: int | None
-    reason: str
-    ties: list[int]
-    shared_from: int | None
-    total_cost: float
-    order: list[str]
-    candidates: list[AttemptView] = field(default_factory=list)
-
-
-@dataclass
 class Trajectory:
+    """The page of one run: a view of a :class:`~agent.record.trajectory.RunRecord` (``record``,
+    whatever writer's file it was read from), computed from it for showing."""
+
+    record: RunRecord
     path: Path | None
     instance_id: str
-    #: pgs, swe-agent, or unknown: which writer's layout the file follows.
-    writer: str = "unknown"
     issue: str | None = None
     steps: list[StepView] = field(default_factory=list)
-    exit_status: str | None = None
     #: Limits that ended the run, each in words (step limit, cost limit, ...).
     limits_hit: list[str] = field(default_factory=list)
     #: Limits in force ("100 steps", "3600 s", "$3.00"), as far as the file says.
     limits: list[str] = field(default_factory=list)
-    error: str | None = None
     submission: Diff | None = None
     usage: Usage = field(default_factory=Usage)
-    duration: float | None = None
     model_name: str | None = None
     pgs: PGSPanel | None = None
     #: Why there is no PGS record when that is by design (``--feedback none``).
     pgs_absent: str | None = None
     missing: list[str] = field(default_factory=list)
-    #: ``--attempts``: every attempt side by side and why the chosen one won.
-    attempts: AttemptsView | None = None
+    #: ``--attempts``: every attempt side by side (the choice: ``record.attempts``).
+    attempts: list[AttemptView] | None = None
+
+    @property
+    def exit_status(self) -> str | None:
+        return self.record.info.exit_status
+
+    @property
+    def error(self) -> str | None:
+        """The error that ended the run (None: none recorded)."""
+        return self.record.info.error or None
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds the run took (None: not recorded)."""
+        seconds = self.record.info.duration
+        return None if seconds is None else float(seconds)
+
+    @property
+    def writer(self) -> str:
+        """pgs, swe-agent, mini-swe-agent or unknown: which writer's layout the file follows."""
+        return self.record.writer
 
     @property
     def total_cost(self) -> float | None:
@@ -262,6 +336,9 @@ class Trajectory:
 
 @dataclass
 class BatchRow:
+    """A view of one run in a batch folder, computed from its record (or its prediction, when
+    it has no trajectory) and the eval report: a row of the batch table."""
+
     instance_id: str
     traj_path: Path | None
     exit_status: str | None = None
@@ -281,6 +358,8 @@ class BatchRow:
 
 @dataclass
 class Batch:
+    """A view of a batch folder: its rows and the eval report beside them."""
+
     path: Path
     rows: list[BatchRow] = field(default_factory=list)
     eval_report: Path | None = None

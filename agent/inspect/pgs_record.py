@@ -27,12 +27,13 @@ from agent.inspect.model import (
 )
 from agent.pgs.validate import property_decorators
 from agent.record.check import CheckReport, FailingInput, TestResult
-from agent.record.foreign import read_pgs_record
-from agent.record.pgs import CONVERSATION_KEY, RoundRecord
+from agent.record.foreign import conversations
 from agent.record.pgs import PGSRecord as RecordedPGS
+from agent.record.pgs import RoundRecord
+from agent.record.trajectory import RunRecord
 
-#: Reads a Tester turn's conversation (the JSON stored under its key) as a trajectory.
-ReadConversation = Callable[[dict[str, Any], str], Trajectory]
+#: Shows a Tester turn's conversation (stored under its key, as a run record) as a trajectory.
+ReadConversation = Callable[[RunRecord, str], Trajectory]
 
 
 def _markers(files: dict[str, str]) -> dict[str, tuple[str, str | None]]:
@@ -69,30 +70,28 @@ def _inputs(result: TestResult) -> list[FailingInput]:
 
 
 def read_pgs(
-    raw: dict[str, Any], replay: dict[str, Any], read_conversation: ReadConversation
+    pgs: RecordedPGS,
+    unreadable: list[str],
+    replay: dict[str, Any],
+    read_conversation: ReadConversation,
 ) -> PGSPanel:
-    """The record under a trajectory's ``pgs`` key (read through
-    :class:`agent.record.pgs.PGSRecord`; a value that does not read is a missing note);
-    ``replay``: its run configuration (the feedback mode when the record does not say it)."""
-    pgs, unreadable = read_pgs_record(raw)
+    """The run record's ``pgs``; ``unreadable``: the record's missing notes of values under
+    ``pgs`` that did not read; ``replay``: its run configuration (the feedback mode when the
+    record does not say it)."""
     given = pgs.model_fields_set
     record = PGSPanel(
+        record=pgs,
         mode=pgs.mode if "mode" in given else as_dict(replay.get("pgs")).get("feedback"),
         verdict=pgs.verdict if "verdict" in given else None,
-        verdict_reason=pgs.verdict_reason,
-        tester_error=pgs.tester_error,
     )
     record.missing.extend(unreadable)
     if record.verdict is None:
         record.missing.append("missing: pgs.verdict")
-    record.files = dict(pgs.properties or {})
-    validation = pgs.validation
-    if validation is None:
+    if pgs.validation is None:
         record.missing.append("missing: pgs.validation (which properties were kept and why)")
-    record.validation_note = validation.note if validation is not None else None
     if "rounds" not in given:
         record.missing.append("missing: pgs.rounds (the checked candidates)")
-    record.properties = _properties(pgs, record.files)
+    record.properties = _properties(pgs, dict(pgs.properties or {}))
     previous: str | None = None
     for i, r in enumerate(pgs.rounds):
         record.rounds.append(_round(i + 1, r, previous))
@@ -106,23 +105,15 @@ def _tester_turns(
 ) -> tuple[list[TesterTurnView], Usage]:
     """Each Tester turn (from ``tester_turns`` and the ``tester``, ``tester_<n>`` keys) and the
     tokens and cost of their conversations together."""
-    stored = {
-        key: value
-        for key, value in (pgs.model_extra or {}).items()
-        if CONVERSATION_KEY.fullmatch(key)
-    }
+    stored = conversations(pgs)
     keys = [t.key for t in pgs.tester_turns] + sorted(stored)
     found: list[TesterTurnView] = []
     usage = Usage()
     for key in dict.fromkeys(k for k in keys if k):
         turn_record = next((t for t in pgs.tester_turns if t.key == key), None)
-        turn = TesterTurnView(key=key)
-        if turn_record is not None:
-            turn.why = turn_record.why or None
-            turn.files = list(turn_record.properties)
-            turn.kept, turn.dropped = len(turn_record.kept), len(turn_record.dropped)
+        turn = TesterTurnView(key=key, record=turn_record)
         conversation = stored.get(key)
-        if isinstance(conversation, dict):
+        if conversation is not None:
             turn.trajectory = read_conversation(conversation, key)
             stats = turn.trajectory.usage
             for name in ("tokens_sent", "tokens_received", "cost", "api_calls"):
@@ -189,7 +180,7 @@ def _properties(pgs: RecordedPGS, files: dict[str, str]) -> list[Property]:
 def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
     number = raw.round or index
     has_patch = "patch" in raw.model_fields_set
-    rnd = Round(number=number, patch=parse_diff(raw.patch))
+    rnd = Round(record=raw, number=number, patch=parse_diff(raw.patch))
     if not has_patch:
         rnd.missing.append("missing: the candidate's patch")
     if previous is not None and has_patch:
@@ -205,26 +196,13 @@ def _round(index: int, raw: RoundRecord, previous: str | None) -> Round:
                 rnd.passed += 1
                 continue
             rnd.failures.append(
-                Failure(
-                    nodeid=result.nodeid,
-                    kind=result.kind,
-                    category=result.category,
-                    outcome=result.outcome,
-                    rule=result.rule,
-                    note=result.note,
-                    inputs=_inputs(result),
-                    chosen=result.nodeid == chosen_id,
-                )
+                Failure(result, inputs=_inputs(result), chosen=result.nodeid == chosen_id)
             )
         rnd.errors = list(report.errors)
         rnd.cut = report.cut
         rnd.coverage = report.coverage.describe() if report.coverage is not None else None
     elif raw.verdict != "unchecked":
         rnd.missing.append("missing: the check's report (which tests ran and failed)")
-    rnd.selection = selection
-    rnd.feedback = raw.feedback
-    rnd.verdict = raw.verdict
-    rnd.note = raw.note
     rnd.tampered = [f"{c.path} ({c.change})" for c in raw.tampered]
     rnd.tests_changed = [f"{c.path} ({c.change})" for c in raw.tests_changed]
     rnd.probes = [list(p.new_kept) for p in raw.probes]

@@ -1,16 +1,14 @@
-"""One trajectory: a ``.traj`` file in pgs's layout or SWE-agent's, or a mini-swe-agent
-trajectory (``messages``, ``trajectory_format: mini-swe-agent-1`` or 2.x's ``-1.1``), as a
-:class:`Trajectory`.
+"""One trajectory as the page shows it: a ``.traj`` file in pgs's layout or SWE-agent's, or a
+mini-swe-agent trajectory, read into the one run record (:func:`agent.record.foreign.record_of`:
+a :class:`~agent.record.trajectory.RunRecord`, with what a foreign file lacked in its
+``missing``), then shown as a :class:`Trajectory` built from that record alone.
 
-mini-swe-agent's layout: ``info`` (``exit_status``, ``submission``, ``model_stats``, ``config``)
-and ``messages``; its steps are rebuilt from the messages (:mod:`agent.inspect.recording`): each
-reply, the command it ran and the observation that followed, with the exit code.
-
-SWE-agent's layout: ``trajectory``, ``history``, ``info``, ``replay_config``; steps with
-``thought``, ``action``, ``observation``, ``response``, ``execution_time``, ``state``, ``query``.
-An older or foreign file with keys missing loads too: every missing part becomes a
-``"missing: <what>"`` note, never an exception. The PGS record is read by
-:mod:`agent.inspect.pgs_record`.
+mini-swe-agent's steps are rebuilt from the record's ``history`` (its messages,
+:mod:`agent.inspect.recording`): each reply, the command it ran and the observation that
+followed, with the exit code. SWE-agent's and pgs's are the record's ``trajectory``; a file
+without one shows the steps rebuilt from its ``history``. An older or foreign file with keys
+missing loads too: every missing part becomes a ``"missing: <what>"`` note, never an exception.
+The PGS record is shown by :mod:`agent.inspect.pgs_record`.
 
 Errors: :class:`~agent.errors.InspectError` from :func:`load_trajectory` for a file that
 is not JSON or not a trajectory.
@@ -28,21 +26,25 @@ from agent.inspect.attempts import read_attempts
 from agent.inspect.diff import parse_diff
 from agent.inspect.fields import (
     KINDS,
-    TRAJ_KEYS,
     as_dict,
     as_float,
     as_int,
     as_text,
     is_demo,
-    is_trajectory,
     read_json,
-    read_usage,
+    usage_of,
 )
 from agent.inspect.model import Round, StepView, Trajectory
 from agent.inspect.pgs_record import read_pgs
 from agent.inspect.recording import recorded_replies
-from agent.record.foreign import info_of
-from agent.record.steps import Info, Limits
+from agent.record.foreign import (
+    TRAJECTORY_KEYS,
+    NotATrajectoryError,
+    dropped_steps,
+    record_of,
+)
+from agent.record.steps import Info, Limits, Step
+from agent.record.trajectory import RunRecord
 
 STEP_KEYS = ("thought", "action", "observation", "execution_time")
 #: ``exit_<name>`` in an exit status, in words.
@@ -66,52 +68,57 @@ _ISSUE_MARKS = (
 def load_trajectory(path: Path) -> Trajectory:
     """One ``.traj`` file (any writer's); :class:`InspectError` if it is not a trajectory."""
     path = Path(path)
-    data = read_json(path)
-    if not is_trajectory(data):
-        found = ", ".join(sorted(data)[:6]) if isinstance(data, dict) else type(data).__name__
-        raise InspectError(
-            f"{path} is JSON but not a trajectory: it has none of the keys "
-            f"{', '.join(TRAJ_KEYS)} (found: {found or 'nothing'}); pass {KINDS}"
-        )
-    return trajectory_from_dict(data, path=path)
+    return trajectory_from_dict(read_json(path), path=path)
 
 
 def trajectory_from_dict(
-    data: dict[str, Any],
+    data: Any, *, path: Path | None = None, instance_id: str | None = None
+) -> Trajectory:
+    """A trajectory from a ``.traj``'s parsed content, read through the run record
+    (:func:`agent.record.foreign.record_of`); :class:`InspectError` if it is none."""
+    try:
+        record = record_of(data)
+    except NotATrajectoryError as e:
+        raise InspectError(
+            f"{path} is JSON but not a trajectory: it has none of the keys "
+            f"{', '.join(TRAJECTORY_KEYS)} (found: {e.found}); pass {KINDS}"
+        ) from None
+    return trajectory_from_record(record, path=path, instance_id=instance_id)
+
+
+def trajectory_from_record(
+    record: RunRecord,
     *,
     path: Path | None = None,
     instance_id: str | None = None,
     sub: bool = False,
 ) -> Trajectory:
-    """A trajectory from a ``.traj``'s content; whatever is absent becomes a missing note.
+    """The page's view of a run record; whatever it lacks becomes a missing note.
 
     ``sub``: a conversation stored inside another trajectory (a Tester turn), which has no
     ``replay_config`` and no PGS record of its own.
     """
-    if isinstance(data.get("messages"), list) and "history" not in data:
-        return _mini_trajectory(data, path=path, instance_id=instance_id)
+    if record.writer == "mini-swe-agent":
+        return _mini_trajectory(record, path=path, instance_id=instance_id)
     missing: list[str] = []
-    info = info_of(data)
-    if info is None:
+    given = record.model_fields_set
+    info = record.info
+    if "info" not in given:
         missing.append("missing: info (exit status, submission, model stats)")
-        info = Info()
-    replay = as_dict(data.get("replay_config"))
-    if "replay_config" not in data and not sub:
+    replay = record.replay_config
+    if "replay_config" not in given and not sub:
         missing.append("missing: replay_config (the run's configuration)")
-    writer = _writer(data, info, replay)
     traj = Trajectory(
+        record=record,
         path=path,
         instance_id=instance_id or _instance_id(info, replay, path),
-        writer=writer,
     )
-    history = data.get("history")
-    if not isinstance(history, list):
+    history = record.history
+    if "history" not in given:
         missing.append("missing: history (the conversation)")
-        history = []
     traj.issue = _issue(replay, history, missing)
-    steps = data.get("trajectory")
-    if isinstance(steps, list):
-        traj.steps = [_step(i + 1, s) for i, s in enumerate(steps)]
+    if "trajectory" in given:
+        traj.steps = _steps(record)
     elif history:
         missing.append("missing: trajectory (the steps); shown from the history instead")
         traj.steps = _steps_from_history(history)
@@ -121,13 +128,13 @@ def trajectory_from_dict(
     for note, count in sorted(absent.items()):
         missing.append(f"{note} (in {count} of {len(traj.steps)} steps)")
     _read_info(traj, info, replay, missing, path)
-    traj.attempts = None if sub else read_attempts(data.get("attempts"))
-    pgs = data.get("pgs")
-    if isinstance(pgs, dict) and not sub:
-        traj.pgs = read_pgs(pgs, replay, _tester_conversation)
+    traj.attempts = None if sub else read_attempts(record.attempts)
+    if record.pgs is not None and not sub:
+        unreadable = [m for m in record.missing if m.startswith("missing: pgs.")]
+        traj.pgs = read_pgs(record.pgs, unreadable, replay, _tester_conversation)
         _link_rounds(traj.steps, traj.pgs.rounds)
     elif not sub:
-        mode = (replay.get("pgs") or {}).get("feedback") if isinstance(replay, dict) else None
+        mode = as_dict(replay.get("pgs")).get("feedback")
         if mode == "none":
             traj.pgs_absent = "no PGS: this run used --feedback none (the Generator alone)"
         else:
@@ -137,42 +144,45 @@ def trajectory_from_dict(
 
 
 def _mini_trajectory(
-    data: dict[str, Any], *, path: Path | None, instance_id: str | None
+    record: RunRecord, *, path: Path | None, instance_id: str | None
 ) -> Trajectory:
-    """A mini-swe-agent trajectory: steps rebuilt from its messages."""
+    """A mini-swe-agent trajectory: steps rebuilt from its messages (the record's history)."""
     missing: list[str] = []
-    info = info_of(data) or Info()
+    info = record.info
     if not info.model_fields_set and not info.model_extra:
         missing.append("missing: info (exit status, submission, model stats)")
     name = path.name.removesuffix(".json").removesuffix(".traj") if path else "trajectory"
+    own_id = (record.model_extra or {}).get("instance_id")
     traj = Trajectory(
+        record=record,
         path=path,
-        instance_id=instance_id or str(data.get("instance_id") or info.instance_id or name),
-        writer="mini-swe-agent",
+        instance_id=instance_id or str(own_id or info.instance_id or name),
     )
-    messages = data["messages"]
+    messages = record.history
     traj.issue = _issue({}, messages, missing)
-    for n, reply in enumerate(recorded_replies(data)):
+    recording = {"messages": messages, "info": {"exit_status": info.exit_status}}
+    for n, reply in enumerate(recorded_replies(recording)):
         if reply.submitted:
             observation = "(submitted: the output is the patch)"
         elif reply.ran:
             observation = reply.output or ""
         else:  # refused: what the agent answered
-            following = messages[int(reply.where[9:-1]) + 1]
-            observation = as_text(following.get("content")) if isinstance(following, dict) else ""
+            observation = as_text(messages[int(reply.where[9:-1]) + 1].get("content"))
         step = StepView(
             index=n + 1,
-            thought=reply.content,
-            action=reply.command or "" if reply.ran else "",
-            observation=observation,
-            response=reply.content,
-            exit_code=reply.exit_code,
+            step=Step(
+                thought=reply.content,
+                action=reply.command or "" if reply.ran else "",
+                observation=observation,
+                response=reply.content,
+                exit_code=reply.exit_code,
+            ),
         )
         step.estimated_tokens = (len(reply.content) + len(observation) + 3) // 4
         traj.steps.append(step)
     missing.append("missing: execution_time (mini-swe-agent does not record it)")
     _read_info(traj, info, {}, missing, path)
-    config = as_dict(info.get("config"))
+    config = as_dict((info.model_extra or {}).get("config"))
     model = as_dict(config.get("model"))
     if model.get("model_name"):
         traj.model_name = str(model["model_name"])
@@ -186,9 +196,9 @@ def _mini_trajectory(
     return traj
 
 
-def _tester_conversation(data: dict[str, Any], key: str) -> Trajectory:
+def _tester_conversation(record: RunRecord, key: str) -> Trajectory:
     """A Tester turn's conversation, stored inside the trajectory under ``key``."""
-    return trajectory_from_dict(data, instance_id=key, sub=True)
+    return trajectory_from_record(record, instance_id=key, sub=True)
 
 
 def _link_rounds(steps: list[StepView], rounds: list[Round]) -> None:
@@ -196,20 +206,6 @@ def _link_rounds(steps: list[StepView], rounds: list[Round]) -> None:
     submits = [s for s in steps if s.tool == "submit" or s.action.strip().split(" ")[0] == "submit"]
     for step, rnd in zip(submits, rounds, strict=False):
         step.round, rnd.step = rnd.number, step.index
-
-
-def _writer(data: dict[str, Any], info: Info, replay: dict[str, Any]) -> str:
-    if "pgs" in data or {"sandbox", "tools"} <= set(replay):
-        return "pgs"
-    swe_keys = {"swe_agent_version", "swe_agent_hash", "edited_files30"}
-    if (
-        "environment" in data
-        or swe_keys & set(info.model_extra or {})
-        or {"env", "problem_statement"} & set(replay)
-        or isinstance(data.get("replay_config"), str)
-    ):
-        return "swe-agent"
-    return "unknown"
 
 
 def _instance_id(info: Info, replay: dict[str, Any], path: Path | None) -> str:
@@ -246,37 +242,26 @@ def _issue(replay: dict[str, Any], history: list[Any], missing: list[str]) -> st
     return None
 
 
-def _step(index: int, raw: Any) -> StepView:
-    if not isinstance(raw, dict):
+def _steps(record: RunRecord) -> list[StepView]:
+    """The record's steps, each at its place in the file (a step that did not read at all
+    shown where it was, as missing)."""
+    steps: list[Step | None] = list(record.trajectory)
+    for place in dropped_steps(record.missing):
+        steps.insert(place, None)
+    return [_step(i + 1, s) for i, s in enumerate(steps)]
+
+
+def _step(index: int, raw: Step | None) -> StepView:
+    """``raw``: None where the file's step did not read (not a JSON object)."""
+    if raw is None:
         return StepView(index=index, missing=["missing: the step itself (not a JSON object)"])
-    step = StepView(
-        index=index,
-        thought=as_text(raw.get("thought")),
-        action=as_text(raw.get("action")),
-        observation=as_text(raw.get("observation")),
-        response=as_text(raw.get("response")),
-        execution_time=as_float(raw.get("execution_time")),
-        tool=str(raw["tool"]) if raw.get("tool") else None,
-        exit_code=as_int(raw.get("exit_code")),
-    )
-    state = raw.get("state")
-    parsed = as_dict(state)
-    if parsed:
-        step.state = {str(k): as_text(v) for k, v in parsed.items()}
-    elif isinstance(state, str) and state.strip():
-        step.state = {"state": state.strip()}
-    extra = as_dict(raw.get("extra_info"))
-    step.usage = (
-        read_usage(raw.get("usage"))
-        or read_usage(raw.get("model_stats"))
-        or read_usage({k: raw[k] for k in ("tokens_sent", "tokens_received", "cost") if k in raw})
-        or read_usage(extra.get("usage"))
-        or read_usage(extra.get("model_stats"))
-    )
+    step = StepView(index=index, step=raw)
+    step.state = {str(k): as_text(v) for k, v in raw.state.items()}
+    step.usage = usage_of(raw.usage)
     said = len(step.response or step.thought) + len(step.action) + len(step.observation)
     step.estimated_tokens = (said + 3) // 4
     for key in STEP_KEYS:
-        if key not in raw:
+        if key not in raw.model_fields_set:
             step.missing.append(f"missing: {key}")
     return step
 
@@ -302,10 +287,12 @@ def _steps_from_history(history: list[Any]) -> list[StepView]:
         content = as_text(message.get("content"))
         step = StepView(
             index=len(steps) + 1,
-            thought=as_text(message.get("thought")) or content,
-            action=action,
-            observation=observation,
-            response=content,
+            step=Step(
+                thought=as_text(message.get("thought")) or content,
+                action=action,
+                observation=observation,
+                response=content,
+            ),
             missing=["missing: execution_time"],
         )
         step.estimated_tokens = (len(content) + len(action) + len(observation) + 3) // 4
@@ -324,14 +311,11 @@ def _read_info(
     if status is None:
         missing.append("missing: info.exit_status (how the run ended)")
     else:
-        traj.exit_status = status
-        for name in re.findall(r"exit_(\w+)", traj.exit_status):
+        for name in re.findall(r"exit_(\w+)", status):
             if name in LIMITS:
                 traj.limits_hit.append(LIMITS[name])
         if traj.limits_hit and info.limit_message:
             traj.limits_hit[-1] += f": {info.limit_message}"
-    if info.error:
-        traj.error = info.error
     if "submission" in info.model_fields_set:
         traj.submission = parse_diff(info.submission or "")
     else:
@@ -342,12 +326,11 @@ def _read_info(
         else:
             missing.append("missing: info.submission (the final patch)")
     stats = info.model_stats
-    usage = read_usage(stats.model_dump() if stats is not None else None)
+    usage = usage_of(stats)
     if usage is None:
         missing.append("missing: info.model_stats (tokens and cost)")
     else:
         traj.usage = usage
-    traj.duration = as_float(info.duration)
     agent = as_dict(replay.get("agent"))
     model = as_dict(replay.get("model")) or as_dict(agent.get("model"))
     traj.model_name = str(model["name"]) if model.get("name") else None

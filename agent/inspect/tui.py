@@ -59,6 +59,7 @@ from agent.inspect.tui_text import (
     summary_text,
     verdict_text,
 )
+from agent.record.trajectory import RunRecord
 
 __all__ = ["MAX_CHARS", "BatchScreen", "InspectApp", "TrajectoryScreen", "load_target", "run_tui"]
 
@@ -105,12 +106,14 @@ def open_row(row: BatchRow) -> Trajectory:
     """A batch row's trajectory; a row without a readable one becomes a record that says so."""
     if row.traj_path is None:
         missing = row.missing or [f"missing: the trajectory of {row.instance_id}"]
-        return Trajectory(path=None, instance_id=row.instance_id, missing=list(missing))
+        empty = RunRecord(writer="unknown", missing=list(missing))
+        return Trajectory(empty, path=None, instance_id=row.instance_id, missing=list(missing))
     try:
         traj = load_trajectory(row.traj_path)
     except InspectError as e:
         missing = [f"missing: a readable trajectory ({e})"]
-        return Trajectory(path=row.traj_path, instance_id=row.instance_id, missing=missing)
+        empty = RunRecord(writer="unknown", missing=list(missing))
+        return Trajectory(empty, path=row.traj_path, instance_id=row.instance_id, missing=missing)
     traj.instance_id = row.instance_id  # the batch's name for it, as in the table
     return traj
 

@@ -231,18 +231,19 @@ def pgs_text(traj: Trajectory) -> Text:
     out = Text()
     out.append("Verdict: ", style="bold")
     out.append_text(verdict_text(pgs.verdict))
-    if pgs.verdict_reason:
-        out.append(f": {pgs.verdict_reason}")
+    if pgs.record.verdict_reason:
+        out.append(f": {pgs.record.verdict_reason}")
     out.append(f"\nFeedback mode: {pgs.mode or NONE}\n")
-    if pgs.tester_error:
-        out.append(f"Tester error: {pgs.tester_error}\n", style="red")
+    if pgs.record.tester_error:
+        out.append(f"Tester error: {pgs.record.tester_error}\n", style="red")
     _missing(out, pgs.missing)
 
     kept = sum(p.status == "kept" for p in pgs.properties)
     dropped = sum(p.status == "dropped" for p in pgs.properties)
     _section(out, f"Properties ({kept} kept, {dropped} dropped)")
-    if pgs.validation_note:
-        out.append(pgs.validation_note + "\n", style="dim")
+    validation = pgs.record.validation
+    if validation is not None and validation.note:
+        out.append(validation.note + "\n", style="dim")
     if not pgs.properties:
         out.append("(none)\n", style="dim")
     for p in pgs.properties:
@@ -284,10 +285,11 @@ def _round_text(out: Text, rnd: Round, where: Path | None) -> None:
     for failure in rnd.failures:
         chosen = failure.chosen
         out.append("  ▶ " if chosen else "    ", style="bold")
-        out.append(f"[{failure.kind}] {failure.nodeid}: {failure.category} ({failure.outcome})")
+        result = failure.result
+        out.append(f"[{result.kind}] {result.nodeid}: {result.category} ({result.outcome})")
         out.append("  chosen\n" if chosen else "\n", style="bold")
-        if failure.rule:
-            out.append(f"      rule: {failure.rule}\n")
+        if result.rule:
+            out.append(f"      rule: {result.rule}\n")
         for example in failure.inputs[:3]:
             out.append(f"      input: {example.example or NONE}", style="dim")
             got = example.exception or example.returned

@@ -18,13 +18,14 @@ in :attr:`RunRecord.missing` and the record goes without it.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from typing import Any
 
 from pydantic import ValidationError
 
-from agent.record.pgs import PGSRecord
+from agent.record.pgs import CONVERSATION_KEY, PGSRecord
 from agent.record.steps import Info
 from agent.record.trajectory import RunRecord, Writer
 
@@ -36,9 +37,32 @@ PARTS = {
     "replay_config": "replay_config (the run's configuration)",
 }
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>")
+_DROPPED_STEP = re.compile(r"missing: trajectory\.(\d+) \(unreadable")
 _BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
 #: Keys only SWE-agent writes in ``info``.
 _SWE_AGENT_INFO = {"swe_agent_version", "swe_agent_hash", "edited_files30"}
+
+
+#: A trajectory of any writer has at least one of these keys (or mini-swe-agent's ``messages``).
+TRAJECTORY_KEYS = ("trajectory", "history", "info")
+
+
+class NotATrajectoryError(ValueError):
+    """Parsed JSON that is no trajectory: ``found`` names what it holds instead."""
+
+    def __init__(self, found: str) -> None:
+        super().__init__(f"not a trajectory (found: {found})")
+        self.found = found
+
+
+def record_of(data: Any) -> RunRecord:
+    """Any writer's parsed trajectory (pgs, SWE-agent, mini-swe-agent) as a record, with what
+    it lacked in :attr:`RunRecord.missing` (:func:`convert`); :class:`NotATrajectoryError` for
+    JSON that has none of :data:`TRAJECTORY_KEYS`."""
+    if not isinstance(data, dict) or not any(key in data for key in (*TRAJECTORY_KEYS, "messages")):
+        found = ", ".join(sorted(data)[:6]) if isinstance(data, dict) else type(data).__name__
+        raise NotATrajectoryError(found or "nothing")
+    return convert(data)
 
 
 def writer_of(data: dict[str, Any]) -> Writer:
@@ -103,6 +127,16 @@ def read_pgs_record(data: dict[str, Any]) -> tuple[PGSRecord, list[str]]:
     return record.pgs_record, missing
 
 
+def conversations(pgs: PGSRecord) -> dict[str, RunRecord]:
+    """The Tester's conversations stored in a ``pgs`` record (``tester``, ``tester_2``, ...),
+    each as a record of its own (:func:`convert`: what it lacks in its ``missing``)."""
+    return {
+        key: convert(value)
+        for key, value in (pgs.model_extra or {}).items()
+        if CONVERSATION_KEY.fullmatch(key) and isinstance(value, dict)
+    }
+
+
 def _tolerant(data: dict[str, Any], missing: list[str]) -> RunRecord:
     """``data`` as a record, every value that does not read dropped and named in ``missing``."""
     data = json.loads(json.dumps(data, default=str))  # a copy that may be cut
@@ -152,11 +186,29 @@ def _from_swe_agent(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def dropped_steps(missing: list[str]) -> list[int]:
+    """Where in the file's ``trajectory`` (0-based) the steps were that did not read at all (no
+    JSON object), from a record's ``missing``: each was dropped in turn, the later ones named at
+    their place in the shortened list."""
+    found: list[int] = []
+    for note in missing:
+        step = _DROPPED_STEP.match(note)
+        if step:
+            found.append(int(step.group(1)) + len(found))
+    return found
+
+
 def _swe_agent_step(step: Any) -> Any:
     if not isinstance(step, dict) or not isinstance(step.get("state"), str):
         return step
     state = step["state"]
     parsed = _json_object(state)
+    if parsed is None and state.lstrip().startswith("{"):  # older SWE-agent: a dict's repr
+        try:
+            found = ast.literal_eval(state)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            found = None
+        parsed = found if isinstance(found, dict) else None
     return {**step, "state": parsed if parsed is not None else {"state": state.strip()}}
 
 
