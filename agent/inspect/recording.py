@@ -30,7 +30,7 @@ from typing import Any
 from agent.core.parsing import parse_text_action
 from agent.errors import FormatError
 from agent.models.script_format import trajectory_kind, trajectory_replies
-from agent.record.foreign import info_of
+from agent.record.foreign import info_of, message_text
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")
 _WRAPPED = re.compile(r"\A<output>\n(.*)</output>\Z", re.S)
@@ -80,14 +80,6 @@ def _index(where: str) -> int:
     return int(where[where.index("[") + 1 : -1])
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
 def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
     messages: list[Any] = traj["messages"]
     submitted_run = _exit_status(traj) == "Submitted"
@@ -101,9 +93,9 @@ def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
         command = _mini_command(messages[i], step)
         extra = following.get("extra") if isinstance(following, dict) else None
         extra = extra if isinstance(extra, dict) else {}
-        text = _text(following.get("content") if isinstance(following, dict) else None)
+        text = message_text(following.get("content") if isinstance(following, dict) else None)
         if isinstance(following, dict) and not text and "output" in following:
-            text = _text(following["output"]) or str(following["output"])
+            text = message_text(following["output"]) or str(following["output"])
         returncode = _RETURNCODE.match(text)
         if following is None:
             pass  # the run stopped before the agent answered

@@ -43,6 +43,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.errors import ScriptError
+from agent.record.foreign import message_text
 
 __all__ = [
     "ErrorReply",
@@ -290,10 +291,12 @@ def trajectory_replies(traj: Any, agent: str | None = None) -> list[tuple[str, d
             for call in message.get("tool_calls") or []:
                 function = call.get("function", call)
                 calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
-            raw = {"content": _text(message.get("content")), "tool_calls": calls}
+            raw = {"content": message_text(message.get("content")), "tool_calls": calls}
         elif isinstance(message.get("output"), list):  # mini 2.x, a Responses API reply
             items = [o for o in message["output"] if isinstance(o, dict)]
-            text = "".join(_text(o.get("content")) for o in items if o.get("type") == "message")
+            text = "".join(
+                message_text(o.get("content")) for o in items if o.get("type") == "message"
+            )
             calls = [
                 {"name": o.get("name"), "arguments": o.get("arguments")}
                 for o in items
@@ -325,7 +328,7 @@ def _unlisted_steps(traj: dict[str, Any], listed: list[Any]) -> list[tuple[str, 
         calls = []
         if calling and re.fullmatch(r"[\w-]+", action):
             calls = [{"name": action, "arguments": "{}"}]
-        content = _text(step.get("response")) or _text(step.get("thought"))
+        content = message_text(step.get("response")) or message_text(step.get("thought"))
         out.append((f"trajectory[{n}]", {"content": content, "tool_calls": calls}))
     return out
 
@@ -349,18 +352,9 @@ def count_tokens(text: str) -> int:
     return (len(text) + 3) // 4
 
 
-def _text(content: Any) -> str:
-    """Text of a message content: a string, or a list of parts with `text`."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
 def message_tokens(message: dict[str, Any]) -> int:
     """Tokens of one chat message: its text content plus each tool call's name and arguments."""
-    total = count_tokens(_text(message.get("content")))
+    total = count_tokens(message_text(message.get("content")))
     for call in message.get("tool_calls") or []:
         function = call.get("function", {}) if isinstance(call, dict) else {}
         total += count_tokens(str(function.get("name", "")))

@@ -229,9 +229,9 @@ def _from_mini(data: dict[str, Any], missing: list[str]) -> dict[str, Any]:
     for i, message in enumerate(messages):
         if message.get("role") != "assistant":
             continue
-        content = _text(message.get("content"))
+        content = message_text(message.get("content"))
         following = messages[i + 1] if i + 1 < len(messages) else {}
-        observation = _text(following.get("content"))
+        observation = message_text(following.get("content"))
         extra = following.get("extra")
         code = extra.get("returncode") if isinstance(extra, dict) else None
         found = _RETURNCODE.match(observation)
@@ -267,7 +267,9 @@ def _mini_command(message: dict[str, Any], content: str) -> str | None:
     return blocks[0].strip() if len(blocks) == 1 else None
 
 
-def _text(content: Any) -> str:
+def message_text(content: Any) -> str:
+    """The text of a message's content: a string, or a list of parts with ``text`` (OpenAI's and
+    litellm's shapes); anything else is no text."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
