@@ -5,7 +5,7 @@ self-contained static HTML page per trajectory (and an index for a batch).
   reads the same records);
 - :mod:`agent.inspect.load`: reading pgs's and SWE-agent's files (one trajectory:
   :mod:`~agent.inspect.trajectory`, its PGS record: :mod:`~agent.inspect.pgs_record`, a batch
-  folder: :mod:`~agent.inspect.batch`, shared readers: :mod:`~agent.inspect.fields`); whatever a
+  folder: :mod:`~agent.inspect.batch`, shared readers: :mod:`~agent.inspect.lenient`); whatever a
   file lacks is a ``"missing: <what>"`` note, never a crash;
 - :mod:`agent.inspect.diff`: diffs parsed with ``unidiff``; the change between two candidates;
 - :mod:`agent.inspect.html`: the pages (jinja2 templates in ``templates/``, CSS and JS inlined,

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import InspectError, ReportError
-from agent.inspect.fields import KINDS, as_dict, as_float, as_int, read_json
+from agent.inspect.lenient import KINDS, as_dict, as_float, as_int, read_json
 from agent.inspect.model import Batch, BatchRow, Trajectory
 from agent.inspect.trajectory import trajectory_from_dict
 from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions

@@ -8,7 +8,7 @@
   is read by :mod:`agent.inspect.pgs_record`;
 - :func:`load_batch` (:mod:`agent.inspect.batch`): a batch folder's rows, with ``resolved``
   from a ``pgs eval`` summary;
-- :mod:`agent.inspect.fields`: the lenient readers these share.
+- :mod:`agent.inspect.lenient`: the lenient readers these share.
 
 Errors: :class:`InspectError` (a ValueError) for a PATH that cannot be inspected at all (it
 does not exist, is not JSON, is JSON but not a trajectory, or a folder without trajectories);
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from agent.errors import InspectError
 from agent.inspect.batch import load_batch
-from agent.inspect.fields import KINDS, TRAJ_KEYS
+from agent.inspect.lenient import KINDS, TRAJ_KEYS
 from agent.inspect.model import Batch, Trajectory
 from agent.inspect.trajectory import load_trajectory, trajectory_from_dict
 

@@ -82,7 +82,7 @@ class Diff:
 @dataclass
 class Usage:
     """A view of a record's :class:`~agent.record.steps.ModelStats` or a step's
-    :class:`~agent.record.steps.Usage`, computed from it (:func:`agent.inspect.fields.usage_of`):
+    :class:`~agent.record.steps.Usage`, computed from it (:func:`agent.inspect.lenient.usage_of`):
     None for each number the file does not hold, where the record defaults it to 0."""
 
     tokens_sent: int | None = None

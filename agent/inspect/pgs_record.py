@@ -15,7 +15,7 @@ from typing import Any
 
 from agent.errors import InterdiffError
 from agent.inspect.diff import interdiff, parse_diff
-from agent.inspect.fields import as_dict
+from agent.inspect.lenient import as_dict
 from agent.inspect.model import (
     Failure,
     PGSPanel,

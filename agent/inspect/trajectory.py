@@ -24,7 +24,7 @@ from typing import Any
 from agent.errors import InspectError
 from agent.inspect.attempts import read_attempts
 from agent.inspect.diff import parse_diff
-from agent.inspect.fields import (
+from agent.inspect.lenient import (
     KINDS,
     as_dict,
     as_float,

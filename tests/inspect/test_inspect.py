@@ -1046,7 +1046,8 @@ def test_a_parsed_diff_counts_and_numbers_its_lines(old: list[str], new: list[st
 def test_the_loaders_stay_importable_from_agent_inspect_load() -> None:
     """load.py re-exports what moved to trajectory.py and batch.py (issue 14)."""
     import agent.inspect
-    from agent.inspect import batch, fields, trajectory
+    from agent.inspect import batch, trajectory
+    from agent.inspect import lenient as fields
 
     load = importlib.import_module("agent.inspect.load")  # the package's `load` is the function
     assert load.load_trajectory is trajectory.load_trajectory is agent.inspect.load_trajectory
