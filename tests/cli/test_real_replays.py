@@ -62,7 +62,9 @@ def where(recording: Path) -> list[str]:
     ]
     bundles = json.dumps([str(tools / name) for name in named or SWE_BUNDLES])
     steps = data.get("trajectory") or [{}]
-    cwd = (steps[0].get("state") or {}).get("working_dir")
+    state = steps[0].get("state") or {}
+    state = json.loads(state) if isinstance(state, str) else state  # 0.x: a JSON string
+    cwd = state.get("working_dir")
     at = ["--sandbox.repo-path", cwd] if isinstance(cwd, str) and cwd.startswith("/") else []
     return ["--repo", os.environ["PGS_REAL_SWE_AGENT_REPO"], "--tools.bundles", bundles, *at]
 
