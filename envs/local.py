@@ -15,6 +15,7 @@ that; pgs redacts secret values from everything it writes either way, :mod:`agen
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -105,7 +106,10 @@ class _PipeChannel:
                 return
 
     def close(self) -> None:
-        self._stdin.close()
+        # The helper may be gone (a hang-up reaches it too): what was not sent no longer matters,
+        # and an error here would replace the interrupt that is unwinding.
+        with contextlib.suppress(OSError):
+            self._stdin.close()
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

@@ -44,3 +44,21 @@ def test_upload_keeps_a_link_a_link(small_repo: Path, tmp_path: Path) -> None:
         target = box.run("readlink carried")
         assert target.output.strip() == str(host_file)
         assert Path(box.repo_path, "carried").is_symlink()
+
+
+def test_closing_the_channel_of_a_helper_that_died_does_not_raise(small_repo: Path) -> None:
+    """A hang-up reaches the sandbox's helper too (same process group); the interrupt's cancel
+    then fails on the dead pipe and closes the channel. That close must not raise: a
+    BrokenPipeError there replaced the interrupt, and a run closed by its terminal ended
+    ``exit_error`` with code 1 instead of ``interrupted`` and 130."""
+    import signal
+
+    box = LocalSandbox(small_repo)
+    channel = box._channel
+    assert channel is not None
+    channel.proc.send_signal(signal.SIGKILL)  # type: ignore[attr-defined]
+    channel.proc.wait()  # type: ignore[attr-defined]
+    with pytest.raises(BrokenPipeError):
+        channel.send(b"x\n")  # left in the buffer, unsent
+    box.close()  # what the cancel does: no error, the channel is closed
+    assert box._channel is None
