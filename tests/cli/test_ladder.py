@@ -149,7 +149,7 @@ def ladder(out: Path, *flags: str) -> list[str]:
         "--model.script",
         f"{__name__}:policy",
         "--pgs.check",
-        json.dumps({"max_examples": 50, "test_timeout": 5}),
+        json.dumps({"max_examples": 50, "test_timeout": 60}),
         "--output-dir",
         str(out),
         *flags,
