@@ -5,7 +5,8 @@ codes the command line gives them. It imports nothing of pgs but the sandboxes' 
 Exit codes: 0 the run submitted; 1 it ended with another exit status (:data:`RUN_ENDED`; an
 error inside the run is :class:`RunFailed`, its files written); 2 a mistake in the command
 (:data:`USER_ERROR`); 3 the infrastructure failed (:data:`INFRASTRUCTURE`: Docker unreachable,
-an image build failed, the disk full, a result that cannot be written); 130 interrupted
+an image build failed, the disk full, a result that cannot be written, a check that could not
+run at all: :class:`CheckNotRun`); 130 interrupted
 (:data:`INTERRUPTED`).
 
 Each error a user can fix carries one sentence naming the problem and what to do; ``pgs``
@@ -23,7 +24,7 @@ prints it as one ``pgs: error:`` line (:func:`print_error`) and exits with 2, or
                              ToolConfigError, ToolInstallError (a tool bundle)
                              Submitted, LimitReached, Forfeited (how the loop ends)
                              Claimed (an output folder another writer holds)
-    pgs                      CheckError, TokenizerUnavailable, ReportError
+    pgs                      CheckError > CheckNotRun, TokenizerUnavailable, ReportError
     run                      ConfigError (a config file or flag)
                              InputError (a repository, issue or option) > GitHubError,
                                InstanceError > MissingData, ExecutorError
@@ -55,6 +56,7 @@ __all__ = [
     "AuthenticationFailed",
     "BadRequest",
     "CheckError",
+    "CheckNotRun",
     "Claimed",
     "ConfigError",
     "ContextWindowExceeded",
@@ -241,6 +243,12 @@ class CheckError(RuntimeError):
     """Checking could not be done (a patch that does not parse or apply back)."""
 
 
+class CheckNotRun(CheckError):
+    """Nothing of the check could run: pytest or Hypothesis missing in the sandbox, pgs's
+    plugin that does not load. ``str()`` names what is missing; exit code 3, as the machine's
+    failures (:data:`INFRASTRUCTURE_ERRORS`): there is no verdict to give."""
+
+
 class TokenizerUnavailable(RuntimeError):
     """A tokenizer cannot be loaded or stopped answering; the caller falls back to simple."""
 
@@ -273,7 +281,7 @@ class RunFailed(RuntimeError):
     where the work is; ``.result`` is the run's result."""
 
     def __init__(self, error: BaseException, result: Ended, folder: Path) -> None:
-        known = (InputError, EnvError, ModelError)
+        known = (InputError, EnvError, ModelError, CheckNotRun)
         what = str(error) if isinstance(error, known) else f"{type(error).__name__}: {error}"
         self.result = result
         super().__init__(
@@ -357,7 +365,11 @@ COMMAND_MISTAKES: tuple[type[Exception], ...] = (
     ScriptError,
 )
 #: Errors of the machine, not of the command: exit code 3 (:data:`INFRASTRUCTURE`).
-INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (*ENV_INFRASTRUCTURE_ERRORS, OutputNotWritten)
+INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
+    *ENV_INFRASTRUCTURE_ERRORS,
+    OutputNotWritten,
+    CheckNotRun,
+)
 #: Exit code of a run that ended with an exit status other than ``submitted``.
 RUN_ENDED = 1
 #: Exit code of a command ended by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, whatever the signal).

@@ -9,13 +9,17 @@ the eight records of ``tests/data/verified-dev.jsonl``. Per record, in a contain
 instance image (built, or reused by tag) with the network off: the record's ``test_patch`` is
 committed (so the FAIL_TO_PASS tests exist on the "original" code), the gold patch applied, and
 the check run twice: *cold* (related tests found, their baseline on the original code run, the
-candidate checked) and *warm* (the baseline cached: what every later candidate costs). Then the
-empty patch (the original code) is checked, where FAIL_TO_PASS must fail. Every check runs the
+candidate checked) and *warm* (the baseline cached: what every later candidate costs), both in
+the container itself, as pgs checked before issue 30; then *sealed*: warm, but as pgs checks
+now (``envs/seal.py``), in a fresh container of a snapshot taken before the gold patch was
+applied, the patch applied there, the container closed after. Then the empty patch (the original
+code) is checked, where FAIL_TO_PASS must fail. Every check runs the
 test files as they are at that commit (:func:`agent.pgs.check.original_tests`, as pgs does).
 One line per record: related test files, tests run, the cut (if the budget left files out),
 cold and warm seconds, whether every FAIL_TO_PASS test ran and passed, what newly failed, the
 test files the gold patch changes (none expected). Last line:
-``check_warm_p50_s=<median warm seconds>``.
+``sealed_over_unsealed_warm_p50=<median sealed / median warm>``, then the last line
+``check_warm_p50_s=<median sealed seconds>`` (what a warm check costs pgs now).
 """
 
 from __future__ import annotations
@@ -53,7 +57,10 @@ class Row:
     issue_tests: list[str] = field(default_factory=list)
     cold: float = 0.0
     warm: float = 0.0
+    sealed: float = 0.0
     gold: CheckReport = field(default_factory=CheckReport)
+    #: The sealed check's report of the gold patch: the same results as ``gold``'s expected.
+    sealed_gold: CheckReport = field(default_factory=CheckReport)
     original: CheckReport | None = None
     tests_changed: list[str] = field(default_factory=list)
 
@@ -83,6 +90,13 @@ class Row:
         return all(found[i] and any(c != "pass" for c in found[i]) for i in self.issue_tests)
 
     @property
+    def sealed_same(self) -> bool:
+        """The sealed check saw what the check in the container saw, test for test."""
+        return {r.nodeid: r.category for r in self.gold.results} == {
+            r.nodeid: r.category for r in self.sealed_gold.results
+        }
+
+    @property
     def newly_failing(self) -> list[str]:
         return [r.nodeid for r in self.gold.failures()]
 
@@ -92,7 +106,8 @@ class Row:
         cut = self.gold.cut or "none"
         return (
             f"{self.instance_id}: related {files} files, {run} tests run, cold "
-            f"{self.cold:.1f}s, warm {self.warm:.1f}s, FAIL_TO_PASS pass "
+            f"{self.cold:.1f}s, warm {self.warm:.1f}s, sealed {self.sealed:.1f}s (same "
+            f"outcomes: {'yes' if self.sealed_same else 'NO'}), FAIL_TO_PASS pass "
             f"{'yes' if self.issue_pass else 'NO'}, fail on original "
             f"{'yes' if self.issue_fail_on_original else 'NO'}, newly failing "
             f"{len(self.newly_failing)} {self.newly_failing[:3]}, tests changed: "
@@ -139,16 +154,17 @@ def check_record(
             raise RuntimeError(f"cannot commit the test_patch: {committed.output[-500:]}")
         commit = committed.output.strip().splitlines()[-1]
         row.issue_tests = issue_node_ids(instance, box)
+        seal = box.seal(commit)  # the ready sandbox, before the candidate
         _apply(box, instance.patch)
         baselines = Baseline()
 
-        def check() -> CheckReport:
-            baseline = baselines.ensure(box, commit, row.related, settings=settings)
+        def check(where: Sandbox = box) -> CheckReport:
+            baseline = baselines.ensure(where, commit, row.related, settings=settings)
             targets = [*row.issue_tests, *row.related]
-            with original_tests(box, commit, targets, tests=row.related) as changed:
+            with original_tests(where, commit, targets, tests=row.related) as changed:
                 row.tests_changed = [f"{c.path} ({c.change})" for c in changed]
                 return check_candidate(
-                    box,
+                    where,
                     properties=[],
                     repo_tests=row.related,
                     baseline=baseline,
@@ -161,6 +177,12 @@ def check_record(
             row.related = related_tests(box, changed_files(instance.patch))
             row.gold = check()
             setattr(row, attempt, time.monotonic() - started)
+        started = time.monotonic()
+        with seal.fresh() as fresh:
+            _apply(fresh, instance.patch)
+            row.related = related_tests(fresh, changed_files(instance.patch))
+            row.sealed_gold = check(fresh)
+        row.sealed = time.monotonic() - started
         if original:
             box.run("git checkout -q -- . && git clean -qfd -e .pgs")
             row.original = check()
@@ -177,7 +199,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = CheckSettings(budget=args.budget)
     envs = Environments(args.repos_dir, parse_python_map(args.python_map))
-    warm = []
+    warm, sealed = [], []
     for instance in load_instances(args.instances):
         if not re.search(args.filter, instance.instance_id):
             continue
@@ -187,8 +209,15 @@ def main() -> None:
             print(f"{instance.instance_id}: failed: {str(e)[:300]}", flush=True)
             continue
         warm.append(row.warm)
+        sealed.append(row.sealed)
         print(row.line(), flush=True)
-    print(f"check_warm_p50_s={statistics.median(warm) if warm else float('nan'):.1f}")
+    if not warm:
+        print("check_warm_p50_s=nan")
+        return
+    ratio = statistics.median(sealed) / statistics.median(warm)
+    print(f"unsealed_warm_p50_s={statistics.median(warm):.1f}")
+    print(f"sealed_over_unsealed_warm_p50={ratio:.2f}")
+    print(f"check_warm_p50_s={statistics.median(sealed):.1f}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ import dataclasses
 import io
 import logging
 import re
+import shlex
 import socket
 import struct
 import tarfile
@@ -322,6 +323,8 @@ class DockerSandbox(HelperSandbox):
             )
         self.client = docker_client()
         self.container: Any = None
+        #: The snapshot images this sandbox's seals made (removed when it closes).
+        self._snapshots: list[str] = []
         self._disk_watch: _DiskWatch | None = None
         #: How the disk limit is enforced: "quota" (storage driver), "check" or "none".
         self.disk_enforcement = "none"
@@ -470,10 +473,38 @@ class DockerSandbox(HelperSandbox):
             if not self.container.put_archive(parent or "/", data):
                 raise SandboxError(f"could not copy {local} to {remote} in the sandbox")
 
+    def seal(self, base: str) -> DockerSeal:
+        """A :class:`~envs.seal.Seal` of the sandbox as it is now (call it before the
+        Generator's first command): new containers of the image it started from when nothing
+        but the helper was written since, else of a snapshot of its container (``docker
+        commit``, labelled ``pgs-agent.kind=snapshot``, removed when this sandbox closes)."""
+        written = [
+            change["Path"]
+            for change in self.container.diff() or []
+            if change["Path"] not in ("/tmp", HELPER_PATH)
+        ]
+        if not written:
+            image = str(self.container.attrs["Image"])
+        else:
+            with translate_errors("taking a snapshot of the sandbox for the checks"):
+                snapshot = self.container.commit(
+                    repository="pgs-snapshot",
+                    tag=self.run_id,
+                    conf={"Labels": container_labels(self.run_id, kind="snapshot")},
+                )
+            image = str(snapshot.id)
+            self._snapshots.append(image)
+        if not re.fullmatch(r"[0-9a-f]{40,64}", base):  # a name ("HEAD"): what it is now
+            base = self.run(f"git rev-parse --verify {shlex.quote(base)}^{{commit}}").output
+            base = base.strip()
+        config = self.config.updated(image=image, network=False)
+        return DockerSeal(config, base=base, run_id=self.run_id, snapshot=bool(written))
+
     def close(self) -> None:
         if self._disk_watch is not None:
             self._disk_watch.close()
         container, self.container = self.container, None
+        snapshots, self._snapshots = self._snapshots, []
         try:
             if container is not None:
                 import docker.errors
@@ -489,6 +520,46 @@ class DockerSandbox(HelperSandbox):
                     ) from e
         finally:
             self._close_channel()
+            for image in snapshots:
+                _remove_image(self.client, image)
+
+
+def _remove_image(client: Any, image: str) -> None:
+    """Remove a snapshot; a failure is a warning (``pgs env prune`` removes what is left)."""
+    try:
+        client.images.remove(image, force=True, noprune=False)
+    except Exception as e:
+        logger.warning("could not remove the sandbox snapshot %s: %s", image[:19], e)
+
+
+class DockerSeal:
+    """Fresh containers of the sandbox's image (or snapshot) as it was when it was ready: the
+    Generator never ran a command there (:mod:`envs.seal`). No network, whatever the sandbox
+    had: a check needs none."""
+
+    sealed = True
+    reason: str | None = None
+
+    def __init__(
+        self, config: DockerSandboxConfig, *, base: str, run_id: str, snapshot: bool
+    ) -> None:
+        self.config, self.base, self.run_id = config, base, run_id
+        #: True when the seal is a snapshot of the container, False when it is the image.
+        self.snapshot = snapshot
+
+    def fresh(self) -> DockerSandbox:
+        box = DockerSandbox(self.config, run_id=self.run_id)
+        try:
+            head = box.run("git rev-parse --verify HEAD^{commit}")
+            if head.output.strip() != self.base:
+                raise SandboxError(
+                    f"a fresh sandbox of {self.config.image} is not at the base commit "
+                    f"{self.base[:12]} (it is at {head.output.strip()[:40]!r})"
+                )
+        except BaseException:
+            box.close()
+            raise
+        return box
 
 
 #: Taken by the first sandbox of the process, never released: orphans are looked for once.

@@ -33,6 +33,7 @@ from envs.channel import HelperSandbox, helper_source
 from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
+from envs.seal import Unsealed
 
 #: The host variables commands in the local sandbox see: what programs need to find programs,
 #: speak the user's language and verify certificates; nothing that carries a credential.
@@ -166,6 +167,13 @@ class LocalSandbox(HelperSandbox):
             shutil.copytree(local, target, symlinks=True, dirs_exist_ok=True)
         else:
             shutil.copy2(local, target)
+
+    def seal(self, base: str) -> Unsealed:
+        """No fresh sandbox here: the checks run in the working copy the Generator edited
+        (:mod:`envs.seal`), and every verdict says so."""
+        return Unsealed(
+            self, "--sandbox local isolates nothing: the check ran in the Generator's copy"
+        )
 
     def close(self) -> None:
         self._close_channel()

@@ -10,6 +10,7 @@ isolation.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,16 +93,40 @@ class Sandbox(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
+#: Run before the diff: a throwaway git folder that borrows the repository's objects
+#: (alternates) and nothing else of it: not its config (filters, textconv, fsmonitor,
+#: ``core.worktree``), its replace refs, its attributes file or its index. Only excludes are
+#: read (``.git/info/exclude`` and ``core.excludesFile``): leaving a file out of the patch
+#: never makes a check pass, since a sealed check sees only the patch (:mod:`envs.seal`).
+_SAFE_DIFF = (
+    'top=$(pwd -P) && objs=$(cd "$(git rev-parse --git-common-dir)" && pwd -P)/objects && '
+    "base=$(git --no-replace-objects rev-parse --verify {base}^{{commit}}) && "
+    'g=$(mktemp -d) && mkdir -p "$g/objects/info" "$g/refs" "$g/info" && '
+    'echo "$objs" > "$g/objects/info/alternates" && echo "$base" > "$g/HEAD" && '
+    "x=$(git config --path core.excludesFile 2>/dev/null || "
+    'echo "${{XDG_CONFIG_HOME:-$HOME/.config}}/git/ignore") && '
+    'cat "$x" "$objs/../info/exclude" > "$g/info/exclude" 2>/dev/null; '
+    'cp "$objs/../shallow" "$g/" 2>/dev/null; '
+    'export GIT_DIR="$g" GIT_WORK_TREE="$top" GIT_INDEX_FILE="$g/index" GIT_CONFIG_NOSYSTEM=1 '
+    "GIT_CONFIG_GLOBAL=/dev/null GIT_NO_REPLACE_OBJECTS=1 GIT_ATTR_NOSYSTEM=1 "
+    "GIT_EXTERNAL_DIFF= GIT_DIFF_OPTS= && unset GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT; "
+)
+
+
 def diff_command(base: str, exclude: Sequence[str]) -> str:
     """Shell command printing the repo's diff against ``base`` without touching the real index.
 
-    A throwaway index (GIT_INDEX_FILE) sees untracked files too, so new files are in the patch,
-    and the user's staging area is left as it was.
+    A throwaway index sees untracked files too, so new files are in the patch, and the user's
+    staging area is left as it was. The git that computes it ignores the repository's config,
+    replace refs and attributes file, and git's global and system config (:data:`_SAFE_DIFF`):
+    what the Generator set up there cannot change the patch, which is exactly what is checked,
+    submitted, applied and pushed.
     """
     pathspec = " ".join(f"':(exclude){d}'" for d in exclude)
     return (
-        'idx=$(mktemp) && rm -f "$idx" && export GIT_INDEX_FILE="$idx" && '
-        f"git read-tree {base} && git add -A -- . {pathspec} >/dev/null && "
-        f"git -c core.quotepath=off diff --cached --binary {base} -- . {pathspec}; "
-        'rc=$?; rm -f "$idx"; exit $rc'
+        _SAFE_DIFF.format(base=shlex.quote(base))
+        + f'git read-tree "$base" && git add -A -- . {pathspec} >/dev/null && '
+        "git -c core.quotepath=off diff --cached --binary --no-ext-diff --no-textconv "
+        f'"$base" -- . {pathspec}; '
+        'rc=$?; rm -rf "$g"; exit $rc'
     )

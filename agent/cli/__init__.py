@@ -5,7 +5,8 @@ error:`` line and exit code 2; a failure of the machine
 (:data:`agent.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
 and 3; a run the loop ended with an error (:class:`agent.errors.RunFailed`, its files
 written) one line and 1 (2 when that error is a mistake in the command, such as a tool bundle
-that fails to install). The codes are listed in :mod:`agent.errors`.
+that fails to install; 3 when the check could not run at all,
+:class:`agent.errors.CheckNotRun`). The codes are listed in :mod:`agent.errors`.
 
 Ctrl-C, SIGTERM and SIGHUP all end a command the same way (:mod:`agent.cli.signals`): a
 KeyboardInterrupt in the main thread, so the agent records ``interrupted`` in the ``.traj``,
@@ -42,6 +43,7 @@ from agent.errors import (
     RUN_ENDED,
     USER_ERROR,
     USER_ERRORS,
+    CheckNotRun,
     EnvFileError,
     OutputNotWritten,
     RunFailed,
@@ -113,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunFailed as e:
         logging.getLogger(__name__).debug("the run failed", exc_info=e.__cause__)
         print_error(str(e))
+        if isinstance(e.__cause__, CheckNotRun):  # no verdict: the check itself failed to run
+            return INFRASTRUCTURE
         return USER_ERROR if isinstance(e.__cause__, COMMAND_MISTAKES) else RUN_ENDED
     except INFRASTRUCTURE_ERRORS as e:
         if isinstance(e, OutputNotWritten) and e.submission:  # the patch is not lost

@@ -102,6 +102,12 @@ def refusal(result: RunResult, *, force: bool) -> str | None:
     if pgs.verdict != "passed":
         why = pgs.verdict_reason or "no issue property passed"
         return f"the PGS verdict is {pgs.verdict}, not passed ({why}): pass --force anyway"
+    if pgs.sealed is False:  # like tests-only: what the Generator did can forge the evidence
+        return (
+            "the PGS verdict is passed, but the check ran in the Generator's own sandbox "
+            "(--sandbox local: not sealed), where what it did outside the patch can make a "
+            "check pass: run with --sandbox docker, or pass --force anyway"
+        )
     return None
 
 
@@ -336,6 +342,12 @@ def evidence(result: RunResult) -> list[str]:
         f"Why: {pgs.verdict_reason or 'not recorded'}. {VERDICTS}",
         *guarded_lines(pgs),
     ]
+    if pgs.sealed is False:
+        lines += [
+            "",
+            "**Not sealed:** the check ran in the Generator's own sandbox (`--sandbox local`), "
+            "not in a fresh one: what it did outside the patch could have changed the result.",
+        ]
     results = _final_report(pgs).results
     outcome = {r.nodeid: r for r in results}
     validation = pgs.validation or ValidationRecord()

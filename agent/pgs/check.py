@@ -15,7 +15,9 @@ The host side of the PGS feedback loop (DESIGN.md §2). The parts, one module ea
   tests against a candidate, leaves out what the baseline left out (and says so in the
   report's ``cut``), and counts only what the candidate is responsible for
   (:func:`against_baseline`), and records how much of the check ran (the report's
-  ``coverage``: properties, related test files found, run and cut, the test command).
+  ``coverage``, :mod:`agent.pgs.coverage`: only the base commit's test files count, and only
+  those whose tests ran); a check that could not run at all raises
+  :class:`~agent.errors.CheckNotRun`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ from typing import Any
 
 from agent.errors import CheckError
 from agent.pgs.baseline import belongs_to, cut_targets, describe_cut
+from agent.pgs.coverage import (
+    at_base,
+    compare_test_cmd,
+    is_test_cmd,
+    preflight,
+    raise_if_not_run,
+    related_coverage,
+)
 from agent.pgs.guard import SAFE_GIT
 from agent.pgs.runner import CheckSettings, run_pytest, run_test_cmd, tail
 from agent.record.check import CheckReport, Coverage, TestResult
@@ -40,7 +50,14 @@ from envs.sandbox import SCRATCH_DIRS, Sandbox
 #: Files pytest reads in every folder from the repository's root down to a test file: each is
 #: part of what the check runs. The first are read whole; the others only for their pytest
 #: section (:data:`PYTEST_SECTIONS`): a candidate may change a package's metadata there.
-PYTEST_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "tox.ini")
+PYTEST_FILES = (
+    "conftest.py",
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+)
 PYTEST_SECTION_FILES = ("setup.cfg", "pyproject.toml")
 #: Where pytest reads its configuration in each kind of file.
 PYTEST_SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest"}
@@ -186,16 +203,24 @@ def regressions(baseline: CheckReport, now: CheckReport) -> list[TestResult]:
 def against_baseline(now: CheckReport, baseline: CheckReport | None) -> CheckReport:
     """``now`` without the repository failures the original code had too (named in its
     coverage's ``not_counted``); a test that passed before and fails now is marked a
-    regression (see :func:`regressions`). The test command is one such repository result."""
+    regression (see :func:`regressions`). The test command is one such repository result,
+    compared test by test when both outputs are pytest's
+    (:func:`~agent.pgs.coverage.compare_test_cmd`; the coverage's ``test_cmd_baseline``)."""
     if baseline is None:
         return now
     before = baseline.by_id()
     regressed = {r.nodeid: r for r in regressions(baseline, now)}
     old_errors = {e.split(": ", 1)[0] for e in baseline.errors}
     results, not_counted = [], []
+    command: str | None = None
     for result in now.results:
         old = before.get(result.nodeid)
         if result.kind == "repo" and result.failed and old is not None and old.failed:
+            if is_test_cmd(result):
+                counted, command = compare_test_cmd(result, old)
+                if counted is not None:
+                    results.append(counted)
+                    continue
             not_counted.append(result.nodeid)  # not the candidate's doing
             continue
         results.append(regressed.get(result.nodeid, result))
@@ -207,7 +232,7 @@ def against_baseline(now: CheckReport, baseline: CheckReport | None) -> CheckRep
         else:
             errors.append(error)
     coverage = (now.coverage or Coverage()).model_copy(
-        update={"not_counted": list(dict.fromkeys(not_counted))}
+        update={"not_counted": list(dict.fromkeys(not_counted)), "test_cmd_baseline": command}
     )
     return now.model_copy(update={"results": results, "errors": errors, "coverage": coverage})
 
@@ -234,6 +259,7 @@ def check_candidate(
     baseline: CheckReport | None,
     settings: CheckSettings,
     issue_tests: Sequence[str] = (),
+    base: str | None = None,
 ) -> CheckReport:
     """Run the kept properties and the issue tests (one pytest run), then the related
     repository tests (another) against the code in the sandbox; with ``settings.test_cmd``,
@@ -247,10 +273,22 @@ def check_candidate(
     a budget the run is stopped at twice the budget, or a minute past it if that is later.
     The report's ``coverage`` says how much ran (:class:`~agent.record.check.Coverage`).
 
+    ``base``: the base commit; a related test file it does not have (the patch adds it) runs
+    but never counts as a related file that ran (None: every file counts). A related file
+    counts as run only when one of its tests passed or failed
+    (:func:`~agent.pgs.coverage.related_coverage`).
+
     With ``settings.test_cmd`` the ``baseline`` holds the command's run on the original code
     (:class:`~agent.pgs.baseline.Baseline` runs it like a test file): a command that fails
-    there too is not counted against the candidate, and ``coverage.not_counted`` says so.
+    there too is compared test by test when its output is pytest's, else its failure is not
+    counted and the verdict is at best ``partial``; ``coverage`` says which.
+
+    Raises :class:`~agent.errors.CheckNotRun` when nothing could run: pytest or Hypothesis
+    missing, pgs's plugin not loading (:func:`~agent.pgs.coverage.check_not_run`; asked of the
+    sandbox first when there is no property to show it).
     """
+    if not properties:
+        preflight(sandbox, settings)
     left_out = cut_targets(baseline)
     files = [] if settings.test_cmd else [t for t in repo_tests if t not in left_out]
     timeout = settings.run_timeout
@@ -279,16 +317,22 @@ def check_candidate(
         report.duration += command.duration
         if command.exit_code and not report.exit_code:
             report.exit_code = command.exit_code
-    report = against_baseline(report, baseline)
+    raise_if_not_run(report)
     cut = {t: left_out[t] for t in repo_tests if t in left_out}
+    related = related_coverage(
+        [] if settings.test_cmd else repo_tests,
+        report,
+        baseline,
+        base_files=None if base is None else at_base(sandbox, base, repo_tests),
+        cut=list(cut),
+    )
+    report = against_baseline(report, baseline)
     report.cut = describe_cut(cut, len(repo_tests), settings.budget)
     report.coverage = (report.coverage or Coverage()).model_copy(
         update={
+            **related.model_dump(include={n for n in Coverage.model_fields if "related" in n}),
             "properties": len(properties),
             "issue_tests": len(issue_tests),
-            "related_found": len(repo_tests),
-            "related_run": len(files),
-            "related_cut": len(cut),
             "test_cmd": settings.test_cmd or None,
         }
     )

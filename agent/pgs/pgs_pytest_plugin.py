@@ -1,10 +1,11 @@
 """pytest plugin that runs inside the sandbox and writes what happened as one JSON report.
 
 It runs on the REPOSITORY's Python, so it uses the standard library, pytest (>= 7) and
-Hypothesis only, and stays compatible with Python 3.8. Load it with ``-p pgs_pytest_plugin``
-and its folder on ``PYTHONPATH`` (:func:`agent.pgs.runner.install_plugin` copies it and its
-one companion module, ``pgs_pytest_plugin_results.py``, which turns pytest's reports into
-results; :func:`agent.pgs.runner.run_pytest` does the rest).
+Hypothesis only, and stays compatible with Python 3.8. The launcher beside it,
+``pgs_pytest_plugin_start.py``, loads it by path and starts pytest with it
+(:func:`agent.pgs.runner.install_plugin` copies the three files, the companion module
+``pgs_pytest_plugin_results.py`` turns pytest's reports into results;
+:func:`agent.pgs.runner.run_pytest` does the rest).
 
 What it does:
 
@@ -23,6 +24,12 @@ What it does:
   examples left out (Hypothesis stops at a failing explicit example and never generates or
   shrinks), within what is left of the same time limit and with the same settings otherwise,
   and records the generated, shrunk failing input beside the explicit one;
+- keeps each failing input in a form it can feed again (``replay``: the test's drawn
+  arguments, pickled, base64), and replays the inputs ``PGS_REPLAY`` (a JSON file
+  ``{node id: [replay, ...]}`` the host writes) as ``@example`` cases beside the fresh inputs:
+  the inputs a kept issue property failed on when it was validated on the original code are
+  tried in every later check (the result's ``replayed`` says how many were fed; a replayed
+  input that fails is reported like a generated one, ``from_replay`` on the failing input);
 - writes ``PGS_REPORT`` (a :class:`agent.record.check.CheckReport` as JSON) at the end of the
   session.
 
@@ -32,7 +39,9 @@ reported input),
 ``PGS_DEADLINE_MS`` (unset, ``0`` or ``none``: no deadline, so that a loaded machine gets
 the same report), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output), ``PGS_SHRINK`` (1;
-``0``: Hypothesis's shrink phase off).
+``0``: Hypothesis's shrink phase off), ``PGS_REPLAY`` (a path; unset: nothing replayed),
+``PGS_SEARCH_EXAMPLES`` (inputs of the search after a failing explicit example; unset: as
+``PGS_MAX_EXAMPLES``).
 
 The report::
 
@@ -45,7 +54,11 @@ The report::
                   "examples": [{"example": "...", "explicit": true, "category": "...",
                                 "returned": "...", "exception": null, "trace": "..."}, ...]},
                  ...],
-     "errors": ["<nodeid>: <collection error text>", ...], "exit_code": 1, "duration": 2.1}
+     "errors": ["<nodeid>: <collection error text>", ...], "exit_code": 1, "duration": 2.1,
+     "imported": ["pkg", "pkg.mod", ...]}
+
+``imported``: the repository's own modules loaded by the end of the run (by what the tests
+imported, directly or not), so the host can tell whether a patch changes code they exercise.
 
 A failing test has ``returned`` (AssertionError: its message whole, the test's own first, such
 as ``returned [1, 1], expected [1]``, then pytest's explanation) or ``exception`` (anything
@@ -65,18 +78,21 @@ Categories (the PGS paper's outcome classes): a Hypothesis test failing by Asser
 pytest's ``Failed``: ``pytest.raises`` saying DID NOT RAISE, ``pytest.fail``) is a
 ``property_violation``, unless the failing input is an explicit ``@example`` (then, like an
 unmarked repository test failing by AssertionError, a ``wrong_answer``); any other exception is
-a ``runtime_error``; the time limit or Hypothesis's deadline is a ``timeout``. Setup errors and
-modules that fail to import are results with outcome ``error`` (collection errors are also
-listed in ``errors``).
+a ``runtime_error`` (an ``AssertionError`` raised in the repository's code, not in the
+test's file, too: the code's own check broke); the time limit or Hypothesis's deadline is a
+``timeout``. Setup errors and modules that fail to import are results with outcome
+``error`` (collection errors are also listed in ``errors``).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import io
 import json
 import os
+import pickle
 import re
 import signal
 import time
@@ -99,6 +115,8 @@ DEFAULT_MAX_EXAMPLES = 64
 DEFAULT_KEEP_INPUTS = 16
 #: Characters kept of what the code returned or raised on each of those inputs.
 SEEN_CHARS = 2000
+#: Longest replay form kept of one input (base64 characters); a longer input is not replayed.
+REPLAY_CHARS = 8000
 
 
 def _env_number(name: str, default: float) -> float:
@@ -237,11 +255,22 @@ class _Seen:
         self.item = item
         self.limit = limit
         self.inputs: dict[str, BaseException] = {}
+        #: example text -> its replay form (every failing input whose arguments pickle).
+        self.replay: dict[str, str] = {}
+        #: The replay forms fed this run (``PGS_REPLAY``), and those of them that failed.
+        self.replaying: set[str] = set()
+        self.replay_failed: set[str] = set()
+        #: The last failing input of the test's own run (not the search after an explicit
+        #: example): the one Hypothesis reports.
+        self.last: str | None = None
+        self.first_failure_replayed = False
+        self.searching = False
+        self.failures = 0
         self.handle: Any = getattr(getattr(item, "obj", None), "hypothesis", None)
         self.inner: Any = getattr(self.handle, "inner_test", None)
 
     def __enter__(self) -> _Seen:
-        if self.inner is not None and self.limit > 0:
+        if self.inner is not None:
 
             def call(*args: Any, **kwargs: Any) -> Any:
                 return self._call(*args, **kwargs)
@@ -253,19 +282,36 @@ class _Seen:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.inner is not None and self.limit > 0:
+        if self.inner is not None:
             self.handle.inner_test = self.inner
 
     def _call(self, *args: Any, **kwargs: Any) -> Any:
-        example = self._example(args, kwargs)
+        drawn = self._drawn(args, kwargs)
+        example = None if drawn is None else self._example(drawn)
+        blob = None if drawn is None else _replay_form(drawn)
         try:
             return self.inner(*args, **kwargs)
         except (Exception, pytest.fail.Exception) as exc:
             if example is not None and not type(exc).__module__.startswith("hypothesis"):
-                self._keep(example, exc)
+                self._failed(example, blob, exc)
             raise
 
-    def _example(self, args: Any, kwargs: Any) -> str | None:
+    def _failed(self, example: str, blob: str | None, exc: BaseException) -> None:
+        replayed = blob is not None and blob in self.replaying
+        if not self.searching:
+            if self.failures == 0:
+                self.first_failure_replayed = replayed
+            self.failures += 1
+            self.last = example
+        if replayed:
+            self.replay_failed.add(example)
+        if blob is not None and (example in self.replay or len(self.replay) <= 4 * self.limit + 4):
+            self.replay[example] = blob
+        if self.limit > 0:
+            self._keep(example, exc)
+
+    def _drawn(self, args: Any, kwargs: Any) -> dict[str, Any] | None:
+        """The test's arguments Hypothesis drew (not ``self``, not pytest's fixtures)."""
         code = getattr(self.inner, "__code__", None)
         if code is None:
             return None
@@ -273,12 +319,11 @@ class _Seen:
         values = dict(zip(names, args))  # noqa: B905 (Python 3.8 in the sandbox: no strict=)
         values.update(kwargs)
         fixtures = set(getattr(self.item, "fixturenames", ()))
-        shown = ", ".join(
-            f"{name}={_short_repr(value)}"
-            for name, value in values.items()
-            if name != "self" and name not in fixtures
-        )
-        return f"{code.co_name}({shown})"
+        return {k: v for k, v in values.items() if k != "self" and k not in fixtures}
+
+    def _example(self, drawn: dict[str, Any]) -> str:
+        shown = ", ".join(f"{name}={_short_repr(value)}" for name, value in drawn.items())
+        return f"{self.inner.__code__.co_name}({shown})"
 
     def _keep(self, example: str, exc: BaseException) -> None:
         if example in self.inputs:
@@ -295,23 +340,83 @@ class _Seen:
         for example in sorted(self.inputs, key=lambda text: (len(text), text)):
             if _squeezed(example) in known:
                 continue
-            found.append(_seen_input(example, self.inputs[example], root))
+            found.append(_seen_input(example, self.inputs[example], root, _test_file(self.item)))
         return found
+
+    def annotate(self, inputs: list[dict[str, Any]]) -> None:
+        """Give each failing input its replay form, and say which were replayed inputs."""
+        for index, found in enumerate(inputs):
+            example = found.get("example")
+            if index == 0 and self.last is not None:
+                example = self.last  # Hypothesis's text of it may differ from ours
+            blob = self.replay.get(example or "")
+            found["replay"] = blob
+            found["from_replay"] = (example in self.replay_failed) or None
+
+
+def _replay_form(drawn: dict[str, Any]) -> str | None:
+    """The drawn arguments as the plugin can feed them again, or None (they do not pickle,
+    or are too long). Only this plugin reads it back, in the sandbox."""
+    try:
+        text = base64.b64encode(pickle.dumps(drawn, protocol=4)).decode("ascii")
+    except Exception:  # a lambda, a generator, a local class: not replayable
+        return None
+    return text if len(text) <= REPLAY_CHARS else None
+
+
+def _replay_inputs() -> dict[str, list[str]]:
+    path = os.environ.get("PGS_REPLAY", "").strip()
+    if not path:
+        return {}
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    return {str(k): [str(b) for b in v] for k, v in data.items()}
+
+
+@contextlib.contextmanager
+def _replaying(item: Any, blobs: list[str], seen: _Seen) -> Any:
+    """Feed ``blobs`` to a Hypothesis test as ``@example`` cases for this run (removed after:
+    a parametrised test shares its function). Put before the test's own (Hypothesis runs the
+    list from its end), they run after the Tester's explicit examples: those still fail first,
+    as the report has always said. Yields how many were fed (an input that no longer unpickles
+    is not)."""
+    function: Any = getattr(item.obj, "__func__", item.obj)
+    if not blobs or _inner_function(item) is None:
+        yield 0
+        return
+    from hypothesis import example
+
+    before = list(getattr(function, "hypothesis_explicit_examples", ()))
+    function.hypothesis_explicit_examples = []
+    fed = 0
+    for blob in reversed(blobs):  # the first replayed runs first
+        try:
+            drawn = pickle.loads(base64.b64decode(blob))
+        except Exception:
+            continue
+        example(**drawn)(function)
+        seen.replaying.add(blob)
+        fed += 1
+    function.hypothesis_explicit_examples = [*function.hypothesis_explicit_examples, *before]
+    try:
+        yield fed
+    finally:
+        function.hypothesis_explicit_examples = before
 
 
 def _squeezed(example: str | None) -> str:
     return re.sub(r"\s+", "", example or "")
 
 
-def _seen_input(example: str, exc: BaseException, root: str) -> dict[str, Any]:
+def _seen_input(example: str, exc: BaseException, root: str, test_file: str) -> dict[str, Any]:
     leaves = results.leaf_exceptions(exc)
-    _, category = _classify(leaves, True, False)
+    _, category = _classify(leaves, True, False, test_file)
     found: dict[str, Any] = dict.fromkeys(_INPUT_FIELDS)
     found.update(example=example, explicit=False, category=category)
     leaf = leaves[0]
-    if isinstance(leaf, AssertionError):
+    if isinstance(leaf, AssertionError) and category != "runtime_error":
         found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
-    elif _check_failed(leaf):
+    elif _check_failed(leaf, test_file):
         found["returned"] = str(leaf).strip() or "failed"
     else:
         message = str(leaf).strip().splitlines()
@@ -331,18 +436,30 @@ def _seen_input(example: str, exc: BaseException, root: str) -> dict[str, Any]:
 _INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
 
 
-def _check_failed(leaf: BaseException) -> bool:
-    """The test's own check failed: an assert, or pytest's ``Failed`` (``pytest.raises`` saying
-    DID NOT RAISE, ``pytest.fail``), which says the code did not do what the test expects just
-    as an assert does; anything else the code (or the test) raised is a runtime error."""
-    return isinstance(leaf, (AssertionError, pytest.fail.Exception))
+def _test_file(item: Any) -> str:
+    return str(getattr(item, "path", None) or item.fspath)
 
 
-def _classify(leaves: list[BaseException], given: bool, explicit: bool) -> tuple[str, str]:
+def _check_failed(leaf: BaseException, test_file: str | None) -> bool:
+    """The test's own check failed: an assert raised in the test's file (or a helper beside
+    it), or pytest's ``Failed`` (``pytest.raises`` saying DID NOT RAISE, ``pytest.fail``),
+    which says the code did not do what the test expects just as an assert does; anything else
+    the code (or the test) raised is a runtime error, an ``AssertionError`` raised in the
+    repository's code too (the code's own sanity check broke, not the property's)."""
+    if isinstance(leaf, pytest.fail.Exception):
+        return True
+    if not isinstance(leaf, AssertionError):
+        return False
+    return test_file is None or results.raised_in_test(leaf, test_file)
+
+
+def _classify(
+    leaves: list[BaseException], given: bool, explicit: bool, test_file: str | None
+) -> tuple[str, str]:
     """(outcome, category) of a failure, by the paper's outcome classes."""
     if any(results.is_timeout(leaf) for leaf in leaves):
         return "timeout", "timeout"
-    if leaves and all(_check_failed(leaf) for leaf in leaves):
+    if leaves and all(_check_failed(leaf, test_file) for leaf in leaves):
         return "failed", "property_violation" if given and not explicit else "wrong_answer"
     return "failed", "runtime_error"
 
@@ -374,7 +491,15 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
     if Phase.generate not in phases:
         return None
     printed = io.StringIO()
-    function._hypothesis_internal_use_settings = settings(parent, phases=phases)
+    # The validation searches harder (PGS_SEARCH_EXAMPLES): the inputs it finds are replayed
+    # in every later check, and the explicit example alone is what an over-fit patch passes.
+    search = int(_env_number("PGS_SEARCH_EXAMPLES", 0)) or parent.max_examples
+    function._hypothesis_internal_use_settings = settings(
+        parent, phases=phases, max_examples=search
+    )
+    seen = getattr(item, "_pgs_seen", None)
+    if seen is not None:
+        seen.searching = True
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             item.runtest()
@@ -396,15 +521,15 @@ def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> di
     example, explicit = results.parse_example("\n".join(results.notes(exc)) + "\n" + printed)
     if example is None or explicit:
         return None  # not a failing input (a health check, an unsatisfiable strategy...)
-    _, category = _classify(leaves, True, False)
+    _, category = _classify(leaves, True, False, _test_file(item))
     found: dict[str, Any] = dict.fromkeys(_INPUT_FIELDS)
     found.update(example=example, explicit=False, category=category)
     assert exc.__traceback__ is not None  # it was raised
     info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
     leaf = leaves[0]
-    if isinstance(leaf, AssertionError) and category != "timeout":
+    if isinstance(leaf, AssertionError) and category not in ("timeout", "runtime_error"):
         found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
-    elif _check_failed(leaf) and category != "timeout":
+    elif _check_failed(leaf, _test_file(item)) and category != "timeout":
         found["returned"] = str(leaf).strip() or "failed"
     else:
         message = str(leaf).strip().splitlines()
@@ -431,6 +556,9 @@ class PgsReporter:
         #: node id → the failing inputs its search saw (beyond the one Hypothesis reports).
         self.seen: dict[str, _Seen] = {}
         self.keep_inputs = int(_env_number("PGS_KEEP_INPUTS", DEFAULT_KEEP_INPUTS))
+        #: node id -> the inputs to replay (``PGS_REPLAY``); node id -> how many were fed.
+        self.replay = _replay_inputs()
+        self.replayed: dict[str, int] = {}
         self.started = time.monotonic()
 
     # pytest hooks ------------------------------------------------------------------------------
@@ -441,7 +569,11 @@ class PgsReporter:
         self.alarms[item.nodeid] = alarm
         _seeded(item)
         seen = self.seen[item.nodeid] = _Seen(item, self.keep_inputs)
-        with alarm, seen:
+        item._pgs_seen = seen
+        blobs = self.replay.get(item.nodeid, [])
+        with alarm, seen, _replaying(item, blobs, seen) as fed:
+            if blobs:
+                self.replayed[item.nodeid] = fed
             outcome = yield
             excinfo = outcome.excinfo
             if excinfo is not None and _failed_on_explicit_example(excinfo[1]):
@@ -482,6 +614,7 @@ class PgsReporter:
             "errors": self.errors,
             "exit_code": int(exitstatus),
             "duration": round(time.monotonic() - self.started, 3),
+            "imported": results.repository_modules(self.repository),
         }
         directory = os.path.dirname(self.path)
         if directory:
@@ -504,6 +637,8 @@ class PgsReporter:
         result["duration"] = round(result["duration"] + float(report.duration or 0.0), 3)
         if report.skipped:
             result.update(outcome="skipped", category="pass")
+        if nodeid in self.replayed:
+            result["replayed"] = self.replayed[nodeid]
         if not report.failed:
             if report.when == "call":
                 self.seen.pop(nodeid, None)
@@ -521,7 +656,12 @@ class PgsReporter:
         sections = "\n".join(content for _, content in report.sections)
         example, explicit = results.parse_example(f"{text}\n{sections}\n{report.longreprtext}")
         alarm = self.alarms.get(item.nodeid)
-        outcome, category = _classify(leaves, _inner_function(item) is not None, explicit)
+        seen = self.seen.get(item.nodeid)
+        replayed = bool(explicit and seen is not None and seen.first_failure_replayed)
+        if replayed:  # a replayed input is fed as an @example, but the Tester did not write it
+            explicit = False
+        given = _inner_function(item) is not None
+        outcome, category = _classify(leaves, given, explicit, _test_file(item))
         if category == "timeout" and example is None and alarm is not None:
             example = alarm.example
         result.update(outcome=outcome, category=category, example=example, explicit=explicit)
@@ -533,21 +673,25 @@ class PgsReporter:
         seen = self.seen.pop(item.nodeid, None)
         if seen is not None:
             inputs.extend(seen.failing_inputs(self.root, inputs))
+            seen.annotate(inputs)
+            if replayed:
+                inputs[0]["from_replay"] = True
         result["examples"] = inputs
 
     def _describe(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:
         excinfo = call.excinfo
         if excinfo is not None:
             leaf = results.leaf_exceptions(excinfo.value)[0]
-            if isinstance(leaf, AssertionError) and result["category"] != "timeout":
+            own = result["category"] not in ("timeout", "runtime_error")
+            if isinstance(leaf, AssertionError) and own:
                 result["returned"] = results.returned(report)
-            elif _check_failed(leaf) and result["category"] != "timeout":
+            elif _check_failed(leaf, _test_file(item)) and own:
                 result["returned"] = str(leaf).strip() or "failed"
             else:
                 message = str(leaf).strip().splitlines()
                 result["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
             result["trace"] = results.trace(excinfo, self.root)
-            test_file = str(getattr(item, "path", None) or item.fspath)
+            test_file = _test_file(item)
             result["origin"] = results.origin(leaf, test_file, self.repository)
         result["output"] = results.cap(str(report.longreprtext), self.output_chars)
 

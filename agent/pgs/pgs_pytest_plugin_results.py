@@ -150,6 +150,38 @@ def _frames(tb: Any) -> list[Any]:
     return frames
 
 
+def raised_in_test(exc: BaseException, test_file: str) -> bool:
+    """Whether ``exc`` was raised in the test's own file or a helper beside it (its innermost
+    frame outside pytest and Hypothesis); True when no frame tells."""
+    frames = _frames(exc.__traceback__)
+    if not frames:
+        return True
+    path = frames[-1][0]
+    test_file = os.path.abspath(test_file)
+    return path == test_file or os.path.dirname(path) == os.path.dirname(test_file)
+
+
+def repository_modules(root: str) -> list[str]:
+    """Dotted names of the repository's modules loaded in this process: those whose file is in
+    the repository (not in a hidden folder such as ``.pgs``, not a test file), or in an
+    installed copy of one of its own packages."""
+    import sys
+
+    own = _own_packages(root)
+    names = []
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str):
+            continue
+        path = os.path.abspath(path)
+        base = os.path.basename(path)
+        if base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py":
+            continue
+        if _where(path, "/nonexistent/test.py", root, own) == "repo":
+            names.append(name)
+    return sorted(names)
+
+
 def _own_packages(root: str) -> set[str]:
     """Top-level package names the repository holds (at its root, or under ``src/``)."""
     names = set()

@@ -40,10 +40,13 @@ The sandbox is left with the candidate applied, so the Generator goes on from it
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import posixpath
 import secrets
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,10 +54,12 @@ from agent.core.loop import AgentConfig
 from agent.core.prompts import CONFIG_ONLY, default_prompt, render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.errors import ModelError
+from agent.errors import CheckNotRun, ModelError
 from agent.models import Model
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
+from agent.pgs.coverage import check_not_run
+from agent.pgs.evidence import held_to_evidence, replay_inputs
 from agent.pgs.feedback import (
     IO_TEMPLATE,
     PROPERTY_TEMPLATE,
@@ -64,12 +69,12 @@ from agent.pgs.feedback import (
 )
 from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
 from agent.pgs.related import changed_files, is_test_file, related_tests
-from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
+from agent.pgs.runner import CheckSettings, install_plugin, pytest_command, run_pytest
 from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
 from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
-from agent.record.check import PARTIAL_BELOW, CheckReport, TestResult
+from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import (
     Ablation,
     FeedbackMode,
@@ -85,10 +90,13 @@ from agent.record.pgs import (
     Verdict,
 )
 from envs.sandbox import Sandbox
+from envs.seal import UNSEALED_NOTE, Seal, seal_of
 
 logger = logging.getLogger(__name__)
 
 CANDIDATE = "/tmp/pgs-candidate.patch"
+#: The validation's search after a failing explicit example draws this many times the inputs.
+SEARCH_FACTOR = 16
 
 
 class PGSConfig(BaseModel):
@@ -190,11 +198,17 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     """The verdict on one check of a candidate, and why, in one sentence.
 
     ``shows_bug``: node ids of the kept issue properties that failed on the original code.
+    A report of a run that could not check anything (:func:`check_not_run`) is ``unchecked``;
+    one whose coverage is partial (:meth:`~agent.record.check.Coverage.partial_reason`) is
+    ``partial`` at best.
     """
     failures = report.failures()
     cut = f" ({report.cut})" if report.cut else ""
     if report.coverage is not None:  # how much ran, in every verdict's reason
         cut = f"; {report.coverage.describe()}{cut}"
+    missing = check_not_run(report)
+    if missing is not None:
+        return "unchecked", f"the check could not run: {missing}{cut}"
     if failures or report.errors:
         shown = failures[0].nodeid if failures else report.errors[0].split(": ", 1)[0]
         count = len(failures) or len(report.errors)
@@ -210,9 +224,9 @@ def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
     if issue:
         fixed = _plural(len(issue), "issue property", "issue properties")
         why = f"{fixed} that failed on the original code pass on the patch; {holds}{cut}"
-        if report.coverage is not None and report.coverage.partial:
-            share = f"{PARTIAL_BELOW:.0%}"
-            return "partial", f"fewer than {share} of the related test files ran; {why}"
+        partial = report.coverage.partial_reason() if report.coverage is not None else None
+        if partial is not None:
+            return "partial", f"{partial}; {why}"
         return "passed", why
     if regression or repo:
         return "tests-only", f"no issue property took part; {holds}{cut}"
@@ -266,6 +280,7 @@ class PGS:
         on_round: Callable[[RoundRecord], None] = lambda _: None,
         shared: SharedProperties | None = None,
         generator_config: AgentConfig | None = None,
+        seal: Seal | None = None,
     ) -> None:
         self.config = config
         #: The Generator's agent section: the Tester's loop says its texts too (run_tester).
@@ -288,6 +303,9 @@ class PGS:
         #: The original code: the sandbox's commit once it was ready (never ``HEAD``, which
         #: the Generator can move).
         self.base = base
+        #: Where every check, validation and Tester turn runs: a sandbox the Generator never
+        #: touched (:mod:`envs.seal`), taken now, before the Generator's first command.
+        self.seal = seal if seal is not None else seal_of(sandbox, base)
         self.guard = PropertyGuard(config.tester.properties_dir, self.check_settings.python)
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []
@@ -303,6 +321,7 @@ class PGS:
             ablation=ablation(config),
             properties={},
             verdict_reason="no candidate was checked",
+            sealed=self.seal.sealed,
         )
         #: Checks and validations run so far: the n-th draws its inputs with seed_for(n).
         self.checks_run = 0
@@ -338,7 +357,16 @@ class PGS:
 
     def _next_settings(self) -> CheckSettings:
         self.checks_run += 1
-        return self.check_settings.model_copy(update={"seed": self.seed_for(self.checks_run)})
+        seed = self.seed_for(self.checks_run)
+        return self.check_settings.model_copy(update={"seed": seed, "replay": self.replay()})
+
+    def replay(self) -> dict[str, list[str]]:
+        """The inputs every check replays: those the kept issue properties failed on when
+        validated on the original code (:func:`~agent.pgs.evidence.replay_inputs`)."""
+        validation = self.record.validation
+        if validation is None or validation.report is None:
+            return {}
+        return replay_inputs(validation.report, self.shows_bug)
 
     # -- the Reviewer protocol ----------------------------------------------------------------
 
@@ -395,6 +423,9 @@ class PGS:
             self.status("checking the diff the run ended with")
             try:
                 report = self.check(patch, round_record)
+            except CheckNotRun as e:  # nothing could run: the run says so and exits 3
+                self._set_verdict(round_record, "unchecked", str(e))
+                raise
             except Exception as e:  # the run's result must survive a failed last check
                 logger.warning("could not check the final diff: %s", e)
                 self._set_verdict(round_record, "unchecked", f"the check could not run: {e}")
@@ -424,14 +455,32 @@ class PGS:
         round_record.report = report.model_copy(deep=True)
         round_record.seed = self.check_seed
         round_record.failures = len(report.failures())
+        verdict, why = self.verdict_of(report, round_record)
+        self._set_verdict(round_record, verdict, why)
+
+    def verdict_of(self, report: CheckReport, round_record: RoundRecord) -> tuple[Verdict, str]:
+        """The verdict on one check (:func:`judge`, then :func:`flagged`), with the seal's note
+        when the check ran in the Generator's own sandbox."""
         verdict, why = judge(report, self.shows_bug)
+        validation = self.record.validation
+        verdict, why = held_to_evidence(
+            verdict,
+            why,
+            report,
+            replay=self.replay(),
+            changed=changed_files(round_record.patch) if round_record.patch.strip() else [],
+            imported=validation.report.imported if validation and validation.report else None,
+        )
         verdict, why = flagged(
             verdict,
             why,
             tests_changed=round_record.tests_changed,
             tampered=round_record.tampered,
         )
-        self._set_verdict(round_record, verdict, why)
+        round_record.sealed = self.seal.sealed
+        if not self.seal.sealed:
+            why += f"; {UNSEALED_NOTE} ({self.seal.reason})"
+        return verdict, why
 
     def _guard_note(self, round_record: RoundRecord) -> str:
         """What the feedback tells the Generator about the files the check did not take
@@ -471,13 +520,33 @@ class PGS:
         # Without minimisation the rerun must not shrink either (the plugin's default does).
         unshrunk = "PGS_SHRINK=0 " if self.check_settings.shrink is False else ""
         seed = "" if self.check_seed is None else f"PGS_SEED={self.check_seed} "
-        python = shlex.quote(self.check_settings.python)
-        return (
-            f"{seed}{unshrunk}PYTHONPATH={shlex.quote(folder)} {python} -m "
-            f"pytest -p pgs_pytest_plugin -q -p no:cacheprovider {shlex.quote(result.nodeid)}"
-        )
+        # The inputs the check replayed, so that a failure of one of them reruns too.
+        replayed = {k: v for k, v in self.replay().items() if k == result.nodeid}
+        if replayed:
+            # Beside the plugin folder, not in it: what is in it is the guard's to restore.
+            path = posixpath.join(self.sandbox.home, ".pgs_rerun_replay.json")
+            self.sandbox.write_file(path, json.dumps(replayed).encode("utf-8"))
+            seed += f"PGS_REPLAY={shlex.quote(path)} "
+        run = pytest_command(folder, [result.nodeid], settings=self.check_settings)
+        return f"{seed}{unshrunk}{run}"
 
     # -- the steps ----------------------------------------------------------------------------
+
+    @contextmanager
+    def _fresh(self) -> Iterator[Sandbox]:
+        """A sandbox with the original code and the Tester's property files, for one check,
+        validation or Tester turn: a fresh one from the seal, closed afterwards; unsealed, the
+        Generator's own, put back to the base commit (the property folder kept)."""
+        if not self.seal.sealed:
+            restore_original(self.sandbox, keep=self.config.tester.properties_dir, base=self.base)
+            yield self.sandbox
+            return
+        box = self.seal.fresh()
+        try:
+            self.guard.restore(box)
+            yield box
+        finally:
+            box.close()
 
     def check(
         self,
@@ -490,33 +559,36 @@ class PGS:
         the sandbox is left with the candidate applied. What the Generator did to the property
         files and what the patch changed among the test files go into ``round_record``.
         ``repo_tests``: the related test files to run (default: those of ``patch``)."""
-        box = self.sandbox
         if self.properties is None and self.shared is not None:
             self.adopt(self.shared)  # first: the folder the guard then restores is its
         self.restore_properties(round_record)
-        restore_original(box, keep=self.config.tester.properties_dir, base=self.base)
         if self.properties is None:
             self.write_and_validate_properties()
-        if repo_tests is None:
-            repo_tests = [] if self.config.test_cmd else related_tests(box, changed_files(patch))
-        baseline = self.baseline(repo_tests)
-        if patch.strip():
-            box.write_file(CANDIDATE, patch)
-            applied = box.run(f"git apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
-            if not applied.ok:
-                raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
-        settings = self._next_settings()
-        self.check_seed = settings.seed
-        # With --test-cmd the files it runs are unknown: the test files the patch changes stand in.
-        tests = repo_tests or [f for f in changed_files(patch) if is_test_file(f)]
-        with original_tests(box, self.base, [*self.kept, *tests], tests=tests) as changed:
-            report = check_candidate(
-                box,
-                properties=self.kept,
-                repo_tests=repo_tests,
-                baseline=baseline,
-                settings=settings,
-            )
+        with self._fresh() as box:
+            if repo_tests is None:
+                repo_tests = (
+                    [] if self.config.test_cmd else related_tests(box, changed_files(patch))
+                )
+            baseline = self.baseline(repo_tests, box)
+            if patch.strip():
+                box.write_file(CANDIDATE, patch)
+                applied = box.run(f"{SAFE_GIT} apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
+                if not applied.ok:
+                    raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
+            settings = self._next_settings()
+            self.check_seed = settings.seed
+            # With --test-cmd the files it runs are unknown: the test files the patch changes
+            # stand in.
+            tests = repo_tests or [f for f in changed_files(patch) if is_test_file(f)]
+            with original_tests(box, self.base, [*self.kept, *tests], tests=tests) as changed:
+                report = check_candidate(
+                    box,
+                    properties=self.kept,
+                    repo_tests=repo_tests,
+                    baseline=baseline,
+                    settings=settings,
+                    base=self.base,
+                )
         if round_record is not None and changed:
             seen = {c.path for c in round_record.tests_changed}
             round_record.tests_changed += [c for c in changed if c.path not in seen]
@@ -558,14 +630,25 @@ class PGS:
         """Fresh probes: the Tester once more, for rules not written yet; True if it added any
         kept property. The candidate is aside (original code) while it works."""
         self.probes += 1
-        before = set(self.kept)
+        before = list(self.kept)
         self.restore_properties(round_record)
-        restore_original(self.sandbox, keep=self.config.tester.properties_dir, base=self.base)
         self.tester_turn("probe", note=self._probe_note())
+        self._hold_kept(before)
         added = [n for n in self.kept if n not in before]
         round_record.probes.append(ProbeRecord(new_kept=added))
         self._sync()
         return bool(added)
+
+    def _hold_kept(self, before: list[str]) -> None:
+        """A probe only adds: every property kept before it stays kept (validation of the
+        probe's files merges into the record; this holds whatever it says)."""
+        lost = [n for n in before if n not in self.kept]
+        if lost:
+            logger.warning("a probe would have dropped %s; kept", ", ".join(lost))
+            self.kept = [*before, *(n for n in self.kept if n not in before)]
+            if self.record.validation is not None:
+                self.record.validation.kept = list(self.kept)
+            self._sync()
 
     def _may_probe(self) -> bool:
         return (
@@ -589,28 +672,38 @@ class PGS:
             self._save()
 
         sub = SubTrajectory(self.traj, store)
-        try:
-            self.properties = run_tester(
-                self.config.tester,
-                self.tester_model,
-                self.sandbox,
-                self.toolset,
-                sub,
-                self.problem,
-                function_calling=self.function_calling,
-                note=note,
-                base=self.base,
-                generator_config=self.generator_config,
-            )
-            self.guard.take(self.sandbox)  # from now on, these are the properties
-            self.guard.restore(self.sandbox)  # and only these (no .pgs/conftest.py, own plugin)
-        except ModelError as e:
-            logger.warning("the Tester failed (%s); checking with what there is", e)
-            self.record.tester_error = str(e)
-            self.properties = self.properties or {}
-            self.guard.restore(self.sandbox)  # the last set the host kept, nothing half-written
+        held = dict(self.properties or {}) if why == "probe" else {}
+        held_files = dict(self.guard.files) if why == "probe" else {}
+        with self._fresh() as box:  # the Tester never works where the Generator did
+            try:
+                self.properties = run_tester(
+                    self.config.tester,
+                    self.tester_model,
+                    box,
+                    self.toolset,
+                    sub,
+                    self.problem,
+                    function_calling=self.function_calling,
+                    note=note,
+                    base=self.base,
+                    generator_config=self.generator_config,
+                )
+                self.guard.take(box)  # from now on, these are the properties
+                # A probe adds files: the ones validated before stay as they were.
+                self.guard.files.update(held_files)
+                self.properties.update(held)
+            except ModelError as e:
+                logger.warning("the Tester failed (%s); checking with what there is", e)
+                self.record.tester_error = str(e)
+                self.properties = self.properties or {}
+        # Only these (no .pgs/conftest.py, no plugin of its own; after a failed turn the last
+        # set the host kept, nothing half-written), in the Generator's sandbox for its reruns.
+        self.guard.restore(self.sandbox)
         self.record.property_sha256 = self.guard.sha256()
-        self.validate()
+        if why == "probe":
+            self.validate([p for p in sorted(self.properties or {}) if p not in held])
+        else:
+            self.validate()
         validation = self.record.validation or ValidationRecord()
         turns.append(
             TesterTurn(
@@ -623,21 +716,69 @@ class PGS:
         )
         self._save()
 
-    def validate(self) -> None:
-        """Run the property files on the original code and keep the sound ones."""
+    def validate(self, files: list[str] | None = None) -> None:
+        """Run the property files on the original code and keep the sound ones. ``files``
+        (a probe's): only those run, and what they keep joins what was kept before (whose
+        validation, and the inputs it failed on, stand)."""
         self.record.properties = dict(self.properties or {})
+        if files is not None:
+            self._validate_added(files)
+            return
         if not self.properties:
             self.kept, self.shows_bug = [], set()
             self.record.validation = ValidationRecord(note="no properties")
             self._sync()
             return
-        settings = self._next_settings()
-        original = run_pytest(
-            self.sandbox,
-            [self.config.tester.properties_dir],
-            settings=settings,
-            timeout=settings.run_timeout,
+        self.record.validation = self._validation([self.config.tester.properties_dir])
+        self._sync()
+
+    def _validate_added(self, files: list[str]) -> None:
+        """A probe's files validated alone, merged into the validation record."""
+        before = self.record.validation
+        if not files:
+            return
+        added = self._validation(files)
+        if before is None or before.report is None:
+            self.record.validation = added
+            self._sync()
+            return
+        report = before.report.model_copy(deep=True)
+        known = {r.nodeid for r in report.results}
+        report.results += [
+            r for r in (added.report or CheckReport()).results if r.nodeid not in known
+        ]
+        report.errors += (added.report or CheckReport()).errors
+        imported = {*(report.imported or ()), *((added.report and added.report.imported) or ())}
+        report.imported = sorted(imported) if imported else None
+        kept = [*before.kept, *(n for n in added.kept if n not in before.kept)]
+        self.kept = kept
+        self.shows_bug = self._shows_bug(report, kept)
+        merged = before.model_copy(
+            update={
+                "kept": kept,
+                "why_kept": {**(added.why_kept or {}), **(before.why_kept or {})},
+                "dropped": [*before.dropped, *added.dropped],
+                "report": report,
+            }
         )
+        merged.note = None if self.shows_bug else added.note
+        self.record.validation = merged
+        self._sync()
+
+    @staticmethod
+    def _shows_bug(report: CheckReport, kept: list[str]) -> set[str]:
+        by_id = report.by_id()
+        return {n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"}
+
+    def _validation(self, targets: list[str]) -> ValidationRecord:
+        """The properties ``targets`` run on the original code, judged; sets ``kept`` and
+        ``shows_bug`` to what they keep."""
+        settings = self._next_settings()
+        # What the validation finds beyond the explicit examples is replayed in every check.
+        if settings.search_examples is None:
+            settings.search_examples = SEARCH_FACTOR * settings.max_examples
+        with self._fresh() as box:
+            original = run_pytest(box, targets, settings=settings, timeout=settings.run_timeout)
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
@@ -647,11 +788,8 @@ class PGS:
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
             dropped_records = []
             why_kept = dict.fromkeys(kept, "kept unfiltered (--no-pgs.filter)")
-        by_id = original.by_id()
         self.kept = kept
-        self.shows_bug = {
-            n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"
-        }
+        self.shows_bug = self._shows_bug(original, kept)
         validation = ValidationRecord(
             kept=list(kept),
             why_kept={n: why_kept[n] for n in kept if n in why_kept},
@@ -664,8 +802,7 @@ class PGS:
             validation.note = (
                 "no issue property survived validation; the verdict can be tests-only at best"
             )
-        self.record.validation = validation
-        self._sync()
+        return validation
 
     def _retry_note(self) -> str:
         """The Tester's retry turn: the validation report (``pgs.tester.retry_template``)."""
@@ -682,14 +819,15 @@ class PGS:
         rules = sorted({r.rule for r in results if r.nodeid in self.kept and r.rule})
         return render_text(self.config.tester.probe_template, {"rules": rules})
 
-    def baseline(self, repo_tests: list[str]) -> CheckReport | None:
-        """The related tests (or the test command) on the original code; each test file, and
-        the command, runs once per run."""
+    def baseline(self, repo_tests: list[str], box: Sandbox | None = None) -> CheckReport | None:
+        """The related tests (or the test command) on the original code, in ``box`` (default:
+        a fresh one); each test file, and the command, runs once per run."""
         if not repo_tests and not self.check_settings.test_cmd:
             return None
-        return self.baselines.ensure(
-            self.sandbox, self.base, repo_tests, settings=self.check_settings
-        )
+        if box is None:
+            with self._fresh() as fresh:
+                return self.baseline(repo_tests, fresh)
+        return self.baselines.ensure(box, self.base, repo_tests, settings=self.check_settings)
 
     def properties_patch(self) -> str:
         """The kept property files, as the Tester wrote them (restored first, whatever the
@@ -704,9 +842,10 @@ class PGS:
         base = shlex.quote(self.base)
         if not paths:
             return ""
-        result = self.sandbox.run(
-            'idx=$(mktemp) && rm -f "$idx" && export GIT_INDEX_FILE="$idx" && '
-            f"{SAFE_GIT} read-tree {base} && {SAFE_GIT} add -f -- {paths} && "
-            f'{SAFE_GIT} diff --cached {base} -- {paths}; rm -f "$idx"'
-        )
+        with self._fresh() as box:
+            result = box.run(
+                'idx=$(mktemp) && rm -f "$idx" && export GIT_INDEX_FILE="$idx" && '
+                f"{SAFE_GIT} read-tree {base} && {SAFE_GIT} add -f -- {paths} && "
+                f'{SAFE_GIT} diff --cached {base} -- {paths}; rm -f "$idx"'
+            )
         return result.output.replace(f"{src}/", "tests/pgs_properties/")

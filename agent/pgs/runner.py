@@ -2,9 +2,15 @@
 
 Everything runs through a :class:`~envs.sandbox.Sandbox` with pytest and the plugin
 ``agent/pgs/pgs_pytest_plugin.py`` (copied into the sandbox with its companion module
-``pgs_pytest_plugin_results.py`` by :func:`install_plugin`), which
-writes one JSON :class:`~agent.record.check.CheckReport` per run:
+``pgs_pytest_plugin_results.py`` and the launcher ``pgs_pytest_plugin_start.py`` by
+:func:`install_plugin`), which writes one JSON :class:`~agent.record.check.CheckReport` per
+run. pytest is started by the launcher so that only pgs decides what loads (docs/checking.md,
+"How pytest is started"):
 
+- :func:`pin_entry_points` records the ``pytest11`` entry points of the original environment
+  (:func:`pinned` puts them in the settings), before the Generator has run anything;
+- :func:`pytest_command` is the one command line of every pytest run of a check, and of the
+  rerun the feedback tells the Generator;
 - :func:`run_pytest` runs targets (files or node ids) under a time limit for the whole run,
   with ``settings.seed`` as the Hypothesis seed (``PGS_SEED``; None: derandomised) and
   ``settings.max_examples`` inputs per property;
@@ -14,6 +20,8 @@ writes one JSON :class:`~agent.record.check.CheckReport` per run:
 
 from __future__ import annotations
 
+import json
+import logging
 import posixpath
 import shlex
 import uuid
@@ -22,16 +30,31 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.core.prompts import CONFIG_ONLY
 from agent.record.check import TEST_CMD_PREFIX, CheckReport, TestResult
 from envs.sandbox import Sandbox
 
+logger = logging.getLogger(__name__)
+
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")
-#: Every file of the plugin: it imports the second as a top-level module beside it.
-PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py"))
+#: The launcher every pytest run starts with (:func:`pytest_command`).
+LAUNCHER = PLUGIN_FILE.with_name("pgs_pytest_plugin_start.py")
+#: Every file of the plugin: it imports the second as a top-level module beside it; the
+#: launcher loads both from its own folder.
+PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py"), LAUNCHER)
 #: Folder under the sandbox's home that holds the plugin, reports and Hypothesis's storage.
 PLUGIN_DIR = ".pgs_plugin"
 #: Characters of pytest's own output kept when something goes wrong with the run itself.
 OUTPUT_TAIL = 4000
+
+
+class EntryPoint(BaseModel):
+    """A ``pytest11`` entry point: what pytest would load, and from which distribution."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    value: str = Field(description="module[:attribute], as entry_points.txt says")
+    dist: str = Field(description="the distribution's name")
 
 
 class CheckSettings(BaseModel):
@@ -82,6 +105,26 @@ class CheckSettings(BaseModel):
         "for property-min; off for property and io, whose feedback is the first failing input "
         "found, unshrunk: the ablation without minimisation)",
     )
+    entry_points: list[EntryPoint] | None = Field(
+        None,
+        description="the pytest11 entry points pytest may load, pinned on the original "
+        "environment before the Generator ran (None: not pinned, every one loads)",
+        json_schema_extra=CONFIG_ONLY,
+    )
+    search_examples: int | None = Field(
+        None,
+        gt=0,
+        json_schema_extra=CONFIG_ONLY,
+        description="inputs of the search after a failing explicit example (PGS_SEARCH_EXAMPLES; "
+        "None: max_examples); the validation sets it higher, its finds are replayed",
+    )
+    replay: dict[str, list[str]] = Field(
+        default_factory=dict,
+        exclude=True,
+        json_schema_extra=CONFIG_ONLY,
+        description="{node id: [replay form, ...]}: inputs fed to those properties beside the "
+        "fresh ones (PGS_REPLAY; the host sets it from the validation, agent.pgs.evidence)",
+    )
 
 
 # -- running pytest ------------------------------------------------------------------------------
@@ -93,11 +136,68 @@ def plugin_dir(sandbox: Sandbox) -> str:
 
 
 def install_plugin(sandbox: Sandbox) -> str:
-    """Copy the plugin into the sandbox; return the folder to put on ``PYTHONPATH``."""
+    """Copy the plugin and its launcher into the sandbox; return their folder."""
     folder = plugin_dir(sandbox)
     for file in PLUGIN_FILES:
         sandbox.write_file(posixpath.join(folder, file.name), file.read_bytes())
     return folder
+
+
+def pytest_command(
+    folder: str,
+    targets: Sequence[str],
+    *,
+    settings: CheckSettings,
+    deselect: Sequence[str] = (),
+) -> str:
+    """The shell command that runs pytest on ``targets`` from the repository's root, the
+    plugin in ``folder`` (:func:`install_plugin`): an isolated interpreter (``-I``: no
+    ``PYTHON*`` variable, no user site-packages, not the working folder), no bytecode (``-B``),
+    pgs's launcher, and the settings' entry-point pin (``PGS_ENTRY_POINTS``; ``-I`` leaves
+    the ``PGS_*`` variables alone). The plugin's other variables are the caller's."""
+    pin = ""
+    if settings.entry_points is not None:
+        entries = [[e.name, e.value, e.dist] for e in settings.entry_points]
+        pin = f"PGS_ENTRY_POINTS={shlex.quote(json.dumps(entries, separators=(',', ':')))} "
+    launcher = shlex.quote(posixpath.join(folder, LAUNCHER.name))
+    return (
+        f"{pin}{shlex.quote(settings.python)} -I -B {launcher} -q -p no:cacheprovider "
+        "--continue-on-collection-errors "
+        + "".join(f"--deselect {shlex.quote(d)} " for d in deselect)
+        + "-- "
+        + " ".join(shlex.quote(t) for t in targets)
+    )
+
+
+def pin_entry_points(sandbox: Sandbox, *, python: str = "python3") -> list[EntryPoint]:
+    """The ``pytest11`` entry points the launcher sees in ``sandbox``, from the repository's
+    root, as every check's pytest would load them: run on the original environment, before
+    the Generator can add one (a fake plugin in site-packages), they are the only ones the
+    checks load. Raises ``RuntimeError`` when they cannot be read (pytest is missing)."""
+    folder = install_plugin(sandbox)
+    launcher = shlex.quote(posixpath.join(folder, LAUNCHER.name))
+    done = sandbox.run(f"{shlex.quote(python)} -I -B {launcher} --pgs-list-entry-points")
+    lines = done.output.strip().splitlines()
+    try:
+        entries = json.loads(lines[-1]) if done.ok and lines else None
+    except ValueError:
+        entries = None
+    if not isinstance(entries, list):
+        raise RuntimeError(f"cannot list pytest's entry points:\n{tail(done.output, 500)}")
+    return [EntryPoint(name=n, value=v, dist=d) for n, v, d in entries]
+
+
+def pinned(sandbox: Sandbox, settings: CheckSettings) -> CheckSettings:
+    """``settings`` with the entry points pinned (:func:`pin_entry_points`), unless they are;
+    when they cannot be read, unpinned, with a warning (the checks then say what is wrong)."""
+    if settings.entry_points is not None:
+        return settings
+    try:
+        entries = pin_entry_points(sandbox, python=settings.python)
+    except RuntimeError as e:
+        logger.warning("pytest's plugins are not pinned: %s", e)
+        return settings
+    return settings.model_copy(update={"entry_points": entries})
 
 
 def tail(text: str, limit: int = OUTPUT_TAIL) -> str:
@@ -133,18 +233,17 @@ def run_pytest(
         "PGS_SHRINK": "0" if settings.shrink is False else "1",
         # Hypothesis would otherwise write .hypothesis/ into the repository.
         "HYPOTHESIS_STORAGE_DIRECTORY": posixpath.join(folder, "hypothesis"),
+        # For the interpreters the tests start (-B is the launcher's own).
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    command = (
-        f'PYTHONPATH={shlex.quote(folder)}"${{PYTHONPATH:+:$PYTHONPATH}}" '
-        f"{shlex.quote(settings.python)} -m pytest -p pgs_pytest_plugin -q -p no:cacheprovider "
-        "--continue-on-collection-errors "
-        + "".join(f"--deselect {shlex.quote(d)} " for d in deselect)
-        + "-- "
-        + " ".join(shlex.quote(t) for t in targets)
-    )
+    command = pytest_command(folder, targets, settings=settings, deselect=deselect)
     if settings.seed is not None:
         env["PGS_SEED"] = str(settings.seed)
+    if settings.search_examples:
+        env["PGS_SEARCH_EXAMPLES"] = str(settings.search_examples)
+    if settings.replay:
+        env["PGS_REPLAY"] = report_path.replace("report-", "replay-")
+        sandbox.write_file(env["PGS_REPLAY"], json.dumps(settings.replay).encode("utf-8"))
     done = sandbox.run(command, timeout=timeout, env=env)
     try:
         if done.timed_out:
@@ -162,7 +261,10 @@ def run_pytest(
             )
         return CheckReport.model_validate_json(raw)
     finally:
-        sandbox.run(f"rm -f {shlex.quote(report_path)} {shlex.quote(report_path + '.tmp')}")
+        replay = shlex.quote(env.get("PGS_REPLAY", report_path))
+        sandbox.run(
+            f"rm -f {shlex.quote(report_path)} {shlex.quote(report_path + '.tmp')} {replay}"
+        )
 
 
 def _run_timed_out(targets: list[str], timeout: float, output: str, took: float) -> CheckReport:

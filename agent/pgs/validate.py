@@ -127,16 +127,22 @@ def _own_check(result: TestResult) -> str:
     origin = result.origin
     if origin is not None and origin.type == "Failed":
         how = "its own check (pytest.raises or pytest.fail)"
-    elif origin is not None and origin.where == "repo":
-        how = f"an assertion in repo module {_module(origin.file)} ({origin.function})"
     else:
         how = "its assertion"
     return f"fails by {how} on the original code: {_shown(result)}"
 
 
+def _asserted_in_code(result: TestResult) -> bool:
+    """An AssertionError raised in the repository's code (not the property's own check): the
+    plugin reports it as a ``runtime_error``; a report written before it did says so only by
+    its ``origin``."""
+    origin = result.origin
+    return origin is not None and origin.type == "AssertionError" and origin.where != "test"
+
+
 def _issue_verdict(result: TestResult, issue_text: str) -> tuple[bool, str]:
     """Whether to keep an issue property (it shows the bug on the original), and why."""
-    if result.category in ("property_violation", "wrong_answer"):
+    if result.category in ("property_violation", "wrong_answer") and not _asserted_in_code(result):
         return True, _own_check(result)
     if result.category == "pass":
         return False, "passes on the original code: does not capture the bug"
@@ -144,7 +150,7 @@ def _issue_verdict(result: TestResult, issue_text: str) -> tuple[bool, str]:
         if SLOW_WORDS.search(issue_text):
             return True, "times out on the original code, and the issue is about a hang or speed"
         return False, "times out on the original code, and the issue is not about speed or a hang"
-    error = _exception_type(result)
+    error = _exception_type(result) or ("AssertionError" if _asserted_in_code(result) else "")
     if not _mentions(issue_text, error):
         return False, (
             f"fails on the original code by {error or 'an error'}, which the issue does not mention"

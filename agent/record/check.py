@@ -59,16 +59,29 @@ class FailingInput(BaseModel):
     returned: str | None = Field(None, description="what the code returned (assertion message)")
     exception: str | None = Field(None, description="'Type: message' of what was raised")
     trace: str | None = Field(None, description="a short traceback, a few lines")
+    replay: str | None = Field(
+        None,
+        description="the input in a form the plugin feeds again (its drawn arguments, pickled, "
+        "base64; read only in the sandbox): the inputs an issue property failed on when it was "
+        "validated are replayed in every later check",
+    )
+    from_replay: bool | None = Field(
+        None, description="True: an input replayed from the validation, not drawn by this check"
+    )
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(self, handler, ("replay", "from_replay"))
 
 
 def _without_unset(
     model: BaseModel, handler: SerializerFunctionWrapHandler, names: tuple[str, ...]
 ) -> dict[str, Any]:
-    """``model``'s JSON without the fields ``names`` while None: reports and records written
-    before those fields existed are written back as they were."""
+    """``model``'s JSON without the fields ``names`` while None (or an empty list): reports and
+    records written before those fields existed are written back as they were."""
     data: dict[str, Any] = handler(model)
     for name in names:
-        if data.get(name, "") is None:
+        if name in data and data[name] in (None, []):
             del data[name]
     return data
 
@@ -123,11 +136,16 @@ class TestResult(BaseModel):
     origin: Origin | None = Field(
         None, description="where the failure the fields above describe was raised"
     )
+    replayed: int | None = Field(
+        None,
+        description="how many inputs of the validation on the original code this check fed the "
+        "property again beside its fresh ones (None: none were to replay)",
+    )
     duration: float = 0.0
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_unset(self, handler, ("origin",))
+        return _without_unset(self, handler, ("origin", "replayed"))
 
     @property
     def failed(self) -> bool:
@@ -154,54 +172,136 @@ class TestResult(BaseModel):
         return list(self.examples)
 
 
+#: How a test command that fails on the original code too was compared: ``by test`` (its
+#: output is pytest's: the tests failing now failed there too), ``whole`` (its output cannot be
+#: compared test by test: its failure is left out, and the verdict is at best ``partial``).
+TestCmdBaseline = Literal["by test", "whole"]
+
+
 class Coverage(BaseModel):
-    """How much of a check ran: what a verdict rests on, said in every verdict's reason."""
+    """How much of a check ran: what a verdict rests on, said in every verdict's reason.
+
+    Only test files of the base commit count (``related_found``); one counts as run only when
+    one of its tests passed or failed on the patch. A file the patch adds is the patch's own
+    evidence (``related_added``), one that fails to import on the original code and the patch
+    alike ran nothing (``related_broken``): neither raises the share that ran (see
+    :mod:`agent.pgs.coverage`).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     properties: int = Field(0, description="the Tester's properties run")
     issue_tests: int = Field(0, description="repository tests standing for the issue run")
-    related_found: int = Field(0, description="related repository test files found")
-    related_run: int = Field(0, description="of those, the files run")
+    related_found: int = Field(
+        0, description="related repository test files found that the base commit has"
+    )
+    related_run: int = Field(0, description="of those, the files one test of which ran")
     related_cut: int = Field(0, description="of those, the files a time budget left out")
+    related_broken: list[str] = Field(
+        default_factory=list,
+        description="of those, the files that fail to import on the original code and the patch",
+    )
+    related_idle: list[str] = Field(
+        default_factory=list,
+        description="of those, the other files none of whose tests ran (all skipped, none "
+        "collected, or the file fails to import on the patch only)",
+    )
+    related_added: list[str] = Field(
+        default_factory=list,
+        description="related test files the patch adds: run, never counted",
+    )
     test_cmd: str | None = Field(None, description="the test command run instead, if any")
+    test_cmd_baseline: TestCmdBaseline | None = Field(
+        None,
+        description="the test command fails on the original code too: compared 'by test' or "
+        "left out 'whole' (None: it passed there, or no command)",
+    )
     not_counted: list[str] = Field(
         default_factory=list,
         description="repository failures not counted: the original code fails them too",
     )
 
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(
+            self, handler, ("related_broken", "related_idle", "related_added", "test_cmd_baseline")
+        )
+
     @property
     def partial(self) -> bool:
-        """Fewer than :data:`PARTIAL_BELOW` of the related test files ran."""
+        """Fewer than :data:`PARTIAL_BELOW` of the related test files ran, or the test
+        command fails on the original code in a way that cannot be compared test by test."""
+        return self.partial_reason() is not None
+
+    def partial_reason(self) -> str | None:
+        """Why a check that would pass is only ``partial`` (None: it is not)."""
+        if self.test_cmd and self.test_cmd_baseline == "whole":
+            return (
+                "the test command fails on the original code too and its output cannot be "
+                "compared test by test"
+            )
         found = self.related_found
-        return found > 0 and self.related_run < PARTIAL_BELOW * found
+        if found > 0 and self.related_run < PARTIAL_BELOW * found:
+            return f"fewer than {PARTIAL_BELOW:.0%} of the related test files ran"
+        return None
 
     def describe(self) -> str:
-        """One sentence, e.g. ``checked: 3 properties, 1 of 285 related test files (284 left
-        out by the time budget)``."""
+        """One sentence, e.g. ``checked: 3 properties, 2 of 6 related test files ran (1 left
+        out by the time budget; 3 failed to import on the original code too: ...; 12 added by
+        the patch not counted)``."""
         parts = [_count(self.properties, "property", "properties")]
         if self.issue_tests:
             parts.append(_count(self.issue_tests, "issue test"))
-        others = list(self.not_counted)
+        broken = set(self.related_broken)
+        others = [n for n in self.not_counted if n not in broken]
         if self.test_cmd:
-            command = f"the test command `{self.test_cmd}`"
-            if TEST_CMD_PREFIX + self.test_cmd in others:
-                others.remove(TEST_CMD_PREFIX + self.test_cmd)
-                command += " (it fails on the original code too: its failure is not counted)"
-            parts.append(command)
-        elif self.related_found:
-            ran = f"{self.related_run} of {self.related_found} related test files"
-            if self.related_cut:
-                ran += f" ({self.related_cut} left out by the time budget)"
-            parts.append(ran)
+            parts.append(self._command(others))
+        elif self.related_found or self.related_added:
+            parts.append(self._related())
         else:
             parts.append("no related test file found")
         said = "checked: " + ", ".join(parts)
         if others:
-            more = f" and {len(others) - 3} more" if len(others) > 3 else ""
-            said += f"; not counted, as the original code fails them too: {', '.join(others[:3])}"
-            said += more
+            said += f"; not counted, as the original code fails them too: {_some(others)}"
         return said
+
+    def _command(self, others: list[str]) -> str:
+        command = f"the test command `{self.test_cmd}`"
+        own = TEST_CMD_PREFIX + (self.test_cmd or "")
+        if own in others:
+            others.remove(own)
+        if self.test_cmd_baseline == "by test":
+            command += " (it fails on the original code too: compared test by test)"
+        elif self.test_cmd_baseline == "whole":
+            command += (
+                " (it fails on the original code too and its output cannot be compared test "
+                "by test: its failure is not counted)"
+            )
+        return command
+
+    def _related(self) -> str:
+        if self.related_found:
+            ran = f"{self.related_run} of {self.related_found} related test files ran"
+        else:
+            ran = "no related test file of the base commit"
+        notes = []
+        if self.related_cut:
+            notes.append(f"{self.related_cut} left out by the time budget")
+        if self.related_broken:
+            notes.append(
+                f"{len(self.related_broken)} failed to import on the original code too: "
+                + _some(self.related_broken)
+            )
+        if self.related_idle:
+            notes.append(f"{len(self.related_idle)} ran no test: {_some(self.related_idle)}")
+        if self.related_added:
+            notes.append(f"{len(self.related_added)} added by the patch not counted")
+        return ran + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _some(names: list[str], shown: int = 3) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 def _count(n: int, one: str, many: str | None = None) -> str:
@@ -221,10 +321,15 @@ class CheckReport(BaseModel):
     cut: str | None = None
     #: How much of the check ran (None: not a candidate's check, e.g. a baseline).
     coverage: Coverage | None = None
+    imported: list[str] | None = Field(
+        None,
+        description="dotted names of the repository's modules the run loaded (what its tests "
+        "import, directly or not; None: not recorded)",
+    )
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_unset(self, handler, ("coverage",))
+        return _without_unset(self, handler, ("coverage", "imported"))
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results if r.failed]

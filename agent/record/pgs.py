@@ -151,6 +151,7 @@ class RoundRecord(Record):
         "seed",
         "tampered",
         "tests_changed",
+        "sealed",
     )
     round: int = Field(0, description="1 for the first candidate")
     patch: str = ""
@@ -158,6 +159,11 @@ class RoundRecord(Record):
     report: CheckReport | None = None
     failures: int | None = Field(None, description="failing tests in the report")
     verdict: Verdict | None = None
+    sealed: bool | None = Field(
+        None,
+        description="True: the check ran in a fresh sandbox the Generator never touched; "
+        "False: in the Generator's own (--sandbox local); None: not recorded",
+    )
     note: str | None = Field(None, description="why no feedback was sent, or the run ended")
     selection: SelectionRecord | None = None
     feedback: str | None = Field(None, description="the message sent to the Generator")
@@ -233,6 +239,7 @@ class PGSRecord(Record):
         "base_commit",
         "property_sha256",
         "shared_from_attempt",
+        "sealed",
     )
     mode: FeedbackMode = "none"
     ablation: Ablation | None = Field(None, description="the run's full ablation setting")
@@ -252,6 +259,12 @@ class PGSRecord(Record):
     tester_turns: list[TesterTurn] = Field(default_factory=list)
     verdict: Verdict = "unchecked"
     verdict_reason: str | None = None
+    sealed: bool | None = Field(
+        None,
+        description="True: every check ran in a fresh sandbox the Generator never touched "
+        "(envs/seal.py); False: in the Generator's own (--sandbox local), which the verdict's "
+        "reason says; None: not recorded (older records)",
+    )
     tester_error: str | None = Field(None, description="why the Tester failed, if it did")
     tokenizer: TokenizerRecord | None = Field(None, description="how input tokens were counted")
     seed: int | None = Field(

@@ -41,7 +41,7 @@ from agent.errors import InputError
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter
 from agent.pgs.related import changed_files, related_tests
-from agent.pgs.reviewer import PGS, flagged, judge
+from agent.pgs.reviewer import PGS
 from agent.pgs.selection import choose, evidence
 from agent.pgs.shared import SharedProperties
 from agent.record.attempts import AttemptsRecord, Candidate
@@ -51,6 +51,7 @@ from agent.record.trajectory import RunRecord, Step
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
 from agent.run.outputs import output_paths, write_results
+from agent.run.reviewer import with_pinned_plugins
 from agent.run.run_task import run_task
 from agent.run.sandbox import base_commit, close_after_error, open_sandbox
 from agent.run.task import Task
@@ -288,7 +289,7 @@ def select(
     try:
         base = base_commit(box)
         checker = PGS(
-            config.pgs,
+            with_pinned_plugins(config.pgs, box),
             sandbox=box,
             toolset=Toolset.from_paths(config.tools.bundles),
             tester_model=get_model(config.model),
@@ -376,10 +377,7 @@ def _candidate(
             error=str(e)[:500],
             **about,
         )
-    verdict, why = judge(report, checker.shows_bug)
-    verdict, why = flagged(
-        verdict, why, tests_changed=round_record.tests_changed, tampered=round_record.tampered
-    )
+    verdict, why = checker.verdict_of(report, round_record)
     found = evidence(k, patch, report, checker.shows_bug, verdict, why)
     return found.model_copy(update={**about, "tests_changed": round_record.tests_changed})
 

@@ -7,7 +7,8 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import GlobalStats, ModelConfig, check_priced, get_model
 from agent.pgs.feedback import get_counter
-from agent.pgs.reviewer import PGS
+from agent.pgs.reviewer import PGS, PGSConfig
+from agent.pgs.runner import pinned
 from agent.pgs.shared import SharedProperties
 from agent.record.base import load
 from agent.record.pgs import PGSRecord
@@ -58,7 +59,7 @@ def make_reviewer(
         hooks.on_status(f"PGS: {text}")
 
     return PGS(
-        pgs,
+        with_pinned_plugins(pgs, sandbox),
         sandbox=sandbox,
         toolset=toolset,
         tester_model=get_model(tester_model_config(config), global_stats),
@@ -72,3 +73,10 @@ def make_reviewer(
         shared=shared,
         generator_config=config.agent,
     )
+
+
+def with_pinned_plugins(config: PGSConfig, sandbox: Sandbox) -> PGSConfig:
+    """``config`` with the pytest plugins every check may load pinned in the sandbox now, on
+    the original environment, before the Generator has run a command there
+    (:func:`agent.pgs.runner.pinned`)."""
+    return config.model_copy(update={"check": pinned(sandbox, config.check)})

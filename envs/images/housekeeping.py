@@ -99,13 +99,26 @@ def orphans(client: docker.DockerClient | None = None) -> list[dict[str, Any]]:
     return [c for c in found if owner_gone(c.get("Labels") or {})]
 
 
-def reap_orphans(client: docker.DockerClient | None = None) -> int:
-    """Remove the containers of :func:`orphans`; returns how many this call removed.
+def orphan_snapshots(client: docker.DockerClient | None = None) -> list[Any]:
+    """The sandbox snapshots (``envs.seal``) whose owner process on this host has ended."""
+    client = client or docker_client()
+    with translate_errors("list pgs snapshot images"):
+        found = client.images.list(filters={"label": [f"{LABEL}.kind=snapshot", PID_LABEL]})
+    return [image for image in found if owner_gone(image.labels or {})]
 
-    Never a container of a live run, on this host or another."""
+
+def reap_orphans(client: docker.DockerClient | None = None) -> int:
+    """Remove the containers of :func:`orphans`, then the snapshots of
+    :func:`orphan_snapshots`; returns how many this call removed.
+
+    Never a container or snapshot of a live run, on this host or another."""
     client = client or docker_client()
     removed = 0
     for container in orphans(client):
         with translate_errors(f"remove container {container['Id'][:12]}"):
             removed += remove_container(client, container["Id"])
+    for image in orphan_snapshots(client):
+        with translate_errors(f"remove snapshot {image.id[:19]}"):
+            client.images.remove(image.id, force=True)
+            removed += 1
     return removed

@@ -204,3 +204,32 @@ def test_pgs_env_without_docker_is_3(
     monkeypatch.setenv("DOCKER_HOST", f"tcp://127.0.0.1:{closed_port()}")
     assert main(["env", "ls"]) == 3
     assert "Docker" in one_error(capsys.readouterr().err.strip().splitlines())
+
+
+@pytest.mark.parametrize("ending", ["submitted", "a step limit"])
+def test_a_check_that_could_not_run_is_one_line_and_3_never_every_check_passes(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], ending: str
+) -> None:
+    """Submitted, or ended by a limit (the final check of its diff): exit 3 either way."""
+    # A Python without pytest (nor Hypothesis) for the check: the host's own interpreter.
+    python = "/usr/bin/python3"
+    if subprocess.run([python, "-c", "import pytest"], capture_output=True).returncode == 0:
+        pytest.skip(f"{python} has pytest")
+    out = tmp_path / "out"
+    check = json.dumps({"python": python})
+    extra = ("--sandbox", "local", "--feedback", "io", "--pgs.check", check)
+    script = [FIX, SUBMIT]
+    if ending == "a step limit":
+        script, extra = [FIX], (*extra, "--agent.step-limit", "1")
+    code, _, lines = pgs_run(capsys, repo, out, script, *extra)
+    assert code == 3, lines
+    line = one_error(lines)
+    assert line.startswith(
+        "pgs: error: the check could not run: pytest is not installed in the sandbox "
+        f"({python}: ModuleNotFoundError: No module named 'pytest')"
+    )
+    assert not any("every check passes" in line for line in lines)
+    traj, _, _ = results(out)
+    status = "submitted (exit_step_limit)" if ending == "a step limit" else "exit_error"
+    assert traj["info"]["exit_status"] == status
+    assert traj["pgs"]["verdict"] in (None, "unchecked")

@@ -216,7 +216,11 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
         for row in ("property", "property-min")
     }
     # (after the check's seed: PGS_SEED=<n>, the same inputs as the check drew)
-    assert re.match(r"Rerun it alone: PGS_SEED=\d+ PGS_SHRINK=0 PYTHONPATH=", rerun["property"])
+    # (then the inputs it replayed, and the pinned plugins of the check's own command line)
+    assert re.match(
+        r"Rerun it alone: PGS_SEED=\d+ (PGS_REPLAY=\S+ )?PGS_SHRINK=0 ", rerun["property"]
+    )
+    assert "PGS_ENTRY_POINTS=" in rerun["property"] and " -I -B " in rerun["property"]
     assert "PGS_SHRINK" not in rerun["property-min"]
 
     # Unfiltered keeps what the filter drops: nothing dropped, no contradiction check.

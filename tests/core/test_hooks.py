@@ -4,6 +4,7 @@ files already written."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ def local_run(
             {
                 "model": {"name": MODEL, "base_url": server.url, "prices": {MODEL: [0, 0]}},
                 "sandbox": {"type": "local"},
-                "pgs": {"feedback": feedback},
+                # The check's Python has pytest (the host's python3 may not: no check then).
+                "pgs": {"feedback": feedback, "check": {"python": sys.executable}},
             },
         )
         result = run_task(task, config, tmp_path / "out", hooks=hooks)

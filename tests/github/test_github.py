@@ -670,7 +670,7 @@ def test_open_pr_refuses_a_tests_only_verdict_without_force(
     assert (
         "pgs: error: no pull request opened: the PGS verdict is tests-only, not passed (no "
         "issue property took part; 0 regression properties and 1 related repository test "
-        "pass; checked: 0 properties, 1 of 1 related test files): pass --force anyway" in stderr
+        "pass; checked: 0 properties, 1 of 1 related test files ran): pass --force anyway" in stderr
     )
     assert only_gets(fake) and branches(bare) == ["main"]
     # The retry's first message carried the validation report's lines.

@@ -110,7 +110,7 @@ def test_feedback_carries_the_shrunk_counterexample_not_the_long_explicit_one(
         f"The issue's own example also fails: xs={LONG!r}"
     ]
     (rerun,) = [line for line in lines if line.startswith("Rerun it alone: ")]
-    assert "-p pgs_pytest_plugin" in rerun and NODEID in rerun
+    assert "pgs_pytest_plugin_start.py" in rerun and NODEID in rerun  # the check's launcher
     assert len(lines) <= 12, message
     # The Generator's model received exactly that message in its conversation.
     after = [r for r in run.generator_requests if asked(r) == 2]

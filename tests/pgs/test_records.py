@@ -177,6 +177,20 @@ def test_the_pull_request_reads_the_verdict_and_properties_of_an_old_traj(
     assert why is not None and "the PGS verdict is failed, not passed (1 check failing)" in why
 
 
+def test_an_unsealed_passed_opens_no_pull_request_and_the_body_says_so(tmp_path: Path) -> None:
+    """--sandbox local: the check ran where the Generator worked, so passed is treated like
+    tests-only (refused without --force) and the PR body says it was not sealed."""
+    data = old_trajectory()
+    data["pgs"]["sealed"] = False
+    result = as_result(data, tmp_path)
+    why = refusal(result, force=False)
+    assert why is not None and "not sealed" in why and "--sandbox docker" in why
+    assert refusal(result, force=True) is None
+    assert any("**Not sealed:**" in line for line in evidence(result))
+    data["pgs"]["sealed"] = True
+    assert refusal(as_result(data, tmp_path), force=False) is None
+
+
 def test_the_cost_counts_every_tester_conversation_of_an_old_traj(tmp_path: Path) -> None:
     data = old_trajectory()
     for n, key in enumerate(("tester", "tester_2"), start=1):

@@ -90,12 +90,12 @@ def test_every_reason_says_how_much_ran_and_few_related_files_make_it_partial() 
     verdict, why = judge(covered(5), {ISSUE_ID})
     assert verdict == "passed"
     assert why.endswith(
-        "; checked: 2 properties, 5 of 9 related test files (4 left out by the time budget)"
+        "; checked: 2 properties, 5 of 9 related test files ran (4 left out by the time budget)"
     )
     verdict, why = judge(covered(1), {ISSUE_ID})
     assert verdict == "partial"
     assert why.startswith("fewer than 50% of the related test files ran; 1 issue property")
-    assert "1 of 9 related test files (8 left out by the time budget)" in why
+    assert "1 of 9 related test files ran (8 left out by the time budget)" in why
     # Without an issue property it stays tests-only; with a failure, failed; both say how much.
     verdict, why = judge(covered(1, 9, result(REPO_ID, "repo")), set())
     assert verdict == "tests-only" and "1 of 9 related test files" in why

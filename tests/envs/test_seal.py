@@ -1,0 +1,170 @@
+"""The seal (envs/seal.py): a fresh sandbox holds the original code and nothing the Generator
+did outside its patch; the patch is computed by a git the repository's config cannot steer."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
+from envs.docker_util import PID_LABEL, container_labels
+from envs.errors import SandboxError
+from envs.images.housekeeping import reap_orphans
+from envs.local import LocalSandbox
+from envs.sandbox import Sandbox
+from envs.seal import Unsealed, seal_of
+
+#: Commands of a Generator that plants things outside its patch, and how to see each one.
+PLANTED = {
+    "a .pth file in site-packages": (
+        'echo "import os" > "$(python3 -c \'import site; print(site.getsitepackages()[0])\')"'
+        "/zz_pgs_attack.pth",
+        "ls \"$(python3 -c 'import site; print(site.getsitepackages()[0])')\"/zz_pgs_attack.pth",
+    ),
+    "a conftest.py above the repository": ("echo 'x = 1' > /conftest.py", "test -e /conftest.py"),
+    "a file git ignores": (
+        "echo helper.py >> .git/info/exclude && echo 'X = 1' > helper.py",
+        "test -e helper.py",
+    ),
+    "git's global config": ("git config --global core.fsmonitor true", "test -e ~/.gitconfig"),
+    "a fake python3 on PATH": (
+        "printf '#!/bin/sh\\nexit 0\\n' > /usr/local/bin/python3 && "
+        "chmod +x /usr/local/bin/python3",
+        "test -e /usr/local/bin/python3",
+    ),
+}
+
+
+def _head(box: Sandbox) -> str:
+    return box.run("git rev-parse HEAD").output.strip()
+
+
+def _snapshots(client: Any) -> list[Any]:
+    return list(client.images.list(filters={"label": ["pgs-agent.kind=snapshot"]}))
+
+
+def test_a_fresh_sandbox_holds_the_base_commit_and_nothing_the_generator_planted(
+    base_image: str, small_repo: Path, docker_client: Any
+) -> None:
+    before = {i.id for i in _snapshots(docker_client)}
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        base = _head(box)
+        seal = seal_of(box, base)
+        assert seal.sealed and seal.reason is None
+        for plant, _seen in PLANTED.values():
+            assert box.run(plant).ok
+        box.run("echo 'def add(a, b):\n    return 0' > calc.py && git commit -qam wrong")
+        taken = {i.id for i in _snapshots(docker_client)} - before
+        assert len(taken) == 1  # the repository was copied in: a snapshot holds it
+        fresh = seal.fresh()
+        try:
+            assert _head(fresh) == base
+            assert fresh.read_file("calc.py") == b"def add(a, b):\n    return a + b\n"
+            for name, (_plant, seen) in PLANTED.items():
+                assert not fresh.run(seen).ok, f"{name} reached the fresh sandbox"
+            # No network in a check, and the Generator's sandbox is left as it was.
+            assert "lo" in fresh.run("ls /sys/class/net").output.split()
+            assert fresh.run("ls /sys/class/net").output.split() == ["lo"]
+        finally:
+            fresh.close()
+        assert box.run("test -e /conftest.py").ok
+    # The snapshot ends with its sandbox.
+    assert not ({i.id for i in _snapshots(docker_client)} & taken)
+
+
+def test_a_sandbox_nothing_was_written_to_seals_with_its_own_image(
+    base_image: str, small_repo: Path, docker_client: Any
+) -> None:
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        base = _head(box)
+        first = seal_of(box, base)
+        assert getattr(first, "snapshot", None) is True
+        image = first.config.image  # type: ignore[attr-defined]
+        # A sandbox of that snapshot holds the repository already: its seal is the image itself.
+        with DockerSandbox(DockerSandboxConfig(image=image)) as ready:
+            before = {i.id for i in _snapshots(docker_client)}
+            seal = seal_of(ready, base)
+            assert getattr(seal, "snapshot", None) is False
+            assert {i.id for i in _snapshots(docker_client)} == before
+            with seal.fresh() as fresh:
+                assert _head(fresh) == base
+
+
+def test_a_fresh_sandbox_not_at_the_base_commit_is_an_error(
+    base_image: str, small_repo: Path
+) -> None:
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        seal = seal_of(box, "0" * 40)
+        with pytest.raises(SandboxError, match="not at the base commit"):
+            seal.fresh()
+
+
+def test_snapshots_of_ended_runs_are_reaped(
+    base_image: str, small_repo: Path, docker_client: Any
+) -> None:
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        labels = {**container_labels("reaptest", kind="snapshot"), PID_LABEL: str(ended.pid)}
+        left = box.container.commit(
+            repository="pgs-snapshot", tag="reaptest", conf={"Labels": labels}
+        )
+        mine = seal_of(box, _head(box))
+        reap_orphans(docker_client)
+        ids = {i.id for i in _snapshots(docker_client)}
+        assert left.id not in ids
+        assert mine.config.image in ids  # type: ignore[attr-defined]  # a live run's stays
+
+
+def test_the_local_sandbox_is_unsealed_and_says_why(small_repo: Path) -> None:
+    with LocalSandbox(small_repo) as box:
+        seal = seal_of(box, _head(box))
+        assert isinstance(seal, Unsealed) and not seal.sealed
+        assert "--sandbox local" in (seal.reason or "")
+        assert seal.fresh() is box
+
+
+#: git set-ups in the sandbox that would change what plain git reports as the patch.
+DIFF_TRICKS = {
+    "a clean filter in .git/config": (
+        "git config filter.f.clean 'sed s/a/HIDDEN/' && "
+        "echo 'calc.py filter=f' > .git/info/attributes"
+    ),
+    "a global attributes file with a textconv": (
+        "git config --global diff.t.textconv 'sed s/a/HIDDEN/' && "
+        "echo 'calc.py diff=t' > ~/.gitattr && git config --global core.attributesFile ~/.gitattr"
+    ),
+    "an external diff": "git config --global diff.external /bin/true",
+    "a replace ref for the base commit": (
+        "git replace $(git rev-parse HEAD) $(echo fake | git -c user.name=x -c user.email=x@y "
+        "commit-tree $(git hash-object -w -t tree /dev/null))"
+    ),
+    "core.worktree pointing elsewhere": (
+        "mkdir -p /tmp/elsewhere && git config core.worktree /tmp/elsewhere"
+    ),
+    "a system config": "git config --system diff.noprefix true",
+}
+
+
+@pytest.mark.parametrize("trick", sorted(DIFF_TRICKS))
+def test_the_patch_is_what_the_working_tree_holds_whatever_git_is_told(
+    sandbox: Sandbox, trick: str
+) -> None:
+    """Both sandboxes (tests/envs/conftest.py); the local one has a home of its own, so its
+    "global" config is the sandbox's, never the user's."""
+    box = sandbox
+    base = _head(box)
+    box.write_file("calc.py", "def add(a, b):\n    return a + b + 0\n")
+    box.write_file("new_module.py", "VALUE = 'a'\n")
+    honest = box.diff(base=base)
+    if "system" in trick and isinstance(box, LocalSandbox):
+        pytest.skip("the host's system config is not the test's to change")
+    done = box.run(DIFF_TRICKS[trick])
+    assert done.ok, done.output
+    patch = box.diff(base=base)
+    assert patch == honest
+    assert "+    return a + b + 0" in patch and "+VALUE = 'a'" in patch
+    assert "HIDDEN" not in patch
