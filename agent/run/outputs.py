@@ -81,8 +81,11 @@ def check_writable(output_dir: Path) -> None:
             try:
                 _write_probe(folder, probe)
                 break
-            except FileNotFoundError:  # another pgs removed a folder it made for its probe
-                if attempt == 2:
+            except (FileNotFoundError, FileExistsError):
+                # Another pgs removed a folder it made for its probe (between our mkdir and
+                # its check that the path is a folder, for FileExistsError); a file that is
+                # really in the way is refused at once.
+                if attempt == 2 or (folder.exists() and not folder.is_dir()):
                     raise
         for path in made:  # deepest first; the run makes them again
             with contextlib.suppress(OSError):  # in use by a run started beside this one
