@@ -30,7 +30,19 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from agent.cli import batch, demo, eval, github, inspect, ladder, replay, report, run, serve
+from agent.cli import (
+    batch,
+    demo,
+    eval,
+    github,
+    inspect,
+    ladder,
+    replay,
+    report,
+    run,
+    select,
+    serve,
+)
 from agent.cli.demo import EXAMPLES, make_example_repo
 from agent.cli.flags import Parser, add_common_flags, load_env_files
 from agent.cli.signals import stop_signals
@@ -78,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(commands)
     batch.register(commands)
     eval.register(commands)
+    select.register(commands)
     report.register(commands)
     ladder.register(commands)
     inspect.register(commands)

@@ -424,7 +424,7 @@ def evaluate_one(
             reverted = _without_leftovers(box) + _before_setup(box)
             if reverted:
                 out.info(reverted)
-            applied, apply_output = _apply(box, chain, out)
+            applied, apply_output = apply_patch(box, chain, out)
             apply_output = reverted + apply_output
             timed_out = False
             if applied:
@@ -592,7 +592,9 @@ def _before_setup(box: Any) -> str:
     return ""
 
 
-def _apply(box: Any, commands: tuple[str, ...], log: InstanceLog | None = None) -> tuple[bool, str]:
+def apply_patch(
+    box: Any, commands: tuple[str, ...], log: InstanceLog | None = None
+) -> tuple[bool, str]:
     """The harness's patch commands in ``/testbed``, as its ``run_instance`` runs them: in
     order, in the same tree (no reset between two: a partial ``--reject`` stays), the first
     that exits 0 applied the patch; (applied, the commands' outputs). Each command, its exit
@@ -821,3 +823,13 @@ def share_graded(main: dict[str, Any], attempt: dict[str, Any], report_dir: Path
         shutil.rmtree(target)
     shutil.copytree(source, target)
     return True
+
+
+def apply_prediction(box: Any, patch: str, commands: tuple[str, ...]) -> tuple[bool, str]:
+    """Write ``patch`` as the harness writes it and apply it as :func:`evaluate_one` does
+    (leftovers removed, setup changes taken into account, the harness's commands in order):
+    (applied, what the commands said)."""
+    box.write_file("/tmp/patch.diff", patch)
+    reverted = _without_leftovers(box) + _before_setup(box)
+    applied, output = apply_patch(box, commands)
+    return applied, reverted + output

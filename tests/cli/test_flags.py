@@ -134,8 +134,8 @@ def test_structured_and_template_flags_say_what_they_take(
         ),
         (
             [],
-            "pgs needs a command: run, demo, env, serve-script, batch, eval, report, ladder, "
-            "inspect, replay, github",
+            "pgs needs a command: run, demo, env, serve-script, batch, eval, select, report, "
+            "ladder, inspect, replay, github",
         ),
     ],
 )

@@ -17,6 +17,7 @@ COMMANDS = {
     "demo": "demo",
     "batch": "batch",
     "eval": "eval",
+    "select": "select",
     "report": "report",
     "ladder": "ladder",
     "inspect": "inspect",

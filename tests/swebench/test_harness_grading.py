@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent.swebench.evaluate import _apply, _before_setup, _without_leftovers, apply_commands
+from agent.swebench.evaluate import _before_setup, _without_leftovers, apply_commands, apply_patch
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
 from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
 
@@ -103,7 +103,7 @@ def test_the_patch_is_applied_by_the_installed_harness_s_commands(
     from swebench.harness.run_evaluation import GIT_APPLY_CMDS
 
     box = checkout(tmp_path, setup_committed=setup_committed)
-    applied, output = _apply(box, apply_commands())
+    applied, output = apply_patch(box, apply_commands())
     # Accepted, as the official harness accepts it (pgs's old chain, with --3way and
     # `patch --forward` after a reset, refused it) ...
     assert applied
@@ -118,7 +118,7 @@ def test_the_patch_is_applied_by_the_installed_harness_s_commands(
 
 def test_the_cloud_harness_s_commands_keep_the_fix(tmp_path: Path) -> None:
     box = checkout(tmp_path, setup_committed=True)
-    applied, _ = _apply(box, apply_commands("cloud"))
+    applied, _ = apply_patch(box, apply_commands("cloud"))
     assert applied
     assert box.ran == [
         "git apply -v /tmp/patch.diff",
@@ -136,7 +136,7 @@ def test_a_patch_carrying_the_setup_changes_goes_onto_the_tree_before_the_setup(
     # in, every official status reproduced), not reversed by `patch --batch`.
     box = checkout(tmp_path, setup_committed=True)
     note = _before_setup(box)
-    applied, _ = _apply(box, apply_commands())
+    applied, _ = apply_patch(box, apply_commands())
     assert "carries the setup changes: p.toml" in note and applied
     assert box.ran[-1] == "git apply --verbose /tmp/patch.diff"
     assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
@@ -147,7 +147,7 @@ def test_a_patch_without_the_setup_changes_keeps_them(tmp_path: Path) -> None:
     box = checkout(tmp_path, setup_committed=True)
     (tmp_path / "patch.diff").write_text(SETUP_AND_FIX[SETUP_AND_FIX.index("diff --git a/s.py") :])
     assert _before_setup(box) == ""
-    assert _apply(box, apply_commands())[0]
+    assert apply_patch(box, apply_commands())[0]
     assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
     assert (box.root / "p.toml").read_text() == 'a\nrequires = ["setuptools==68.0.0",\nc\n'
 
@@ -157,7 +157,7 @@ def test_a_patch_no_command_applies_is_refused_with_git_s_reason(tmp_path: Path)
     (tmp_path / "patch.diff").write_text(
         "diff --git a/s.py b/s.py\n--- a/s.py\n+++ b/s.py\n@@ -1,1 +1,1 @@\n-nowhere\n+elsewhere\n"
     )
-    applied, output = _apply(box, apply_commands())
+    applied, output = apply_patch(box, apply_commands())
     assert not applied
     assert "Failed to apply patch to container: patch --batch --fuzz=5 -p1 -i" in output
 
@@ -200,7 +200,7 @@ def test_a_patch_recreating_install_leftovers_is_refused_on_a_tree_with_them(
 ) -> None:
     # What the official report contradicts (applied, resolved): every harness command fails.
     box = checkout_with_leftovers(tmp_path)
-    applied, output = _apply(box, apply_commands())
+    applied, output = apply_patch(box, apply_commands())
     assert not applied
     assert "already exists in working directory" in output
     assert "different line endings" in output
@@ -210,7 +210,7 @@ def test_files_a_patch_creates_that_the_install_left_are_removed_first(tmp_path:
     box = checkout_with_leftovers(tmp_path)
     note = _without_leftovers(box)
     assert "creates 1 files the install left in the tree (build/lib/crlf.py)" in note
-    applied, _ = _apply(box, apply_commands())
+    applied, _ = apply_patch(box, apply_commands())
     assert applied and box.ran[-1] == "git apply --verbose /tmp/patch.diff"
     assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\nb = 2\n"
     assert (box.root / "s.py").read_text() == "x\ny = 2\nz\n"
@@ -223,7 +223,7 @@ def test_files_that_are_not_install_leftovers_stay(tmp_path: Path) -> None:
     (box.root / ".git" / "info" / "exclude").write_text("")
     assert _without_leftovers(box) == ""
     assert (box.root / "build" / "lib" / "crlf.py").read_bytes() == b"a = 1\r\nb = 2\r\n"
-    assert not _apply(box, apply_commands())[0]
+    assert not apply_patch(box, apply_commands())[0]
 
 
 # ------------------------------------------------------------------------------ end to end

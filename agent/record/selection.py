@@ -1,0 +1,130 @@
+"""Choosing one patch among other agents' patches for the same instance: ``selection.json``.
+
+Written by ``pgs select`` (:mod:`agent.swebench.selection`): per instance, every distinct
+candidate patch (identical ones merged, with all their sources), the evidence a sealed check
+found on it, its rank, the chosen one and why, and the ties. The evidence is about the patch
+and what it does, never about where it came from: sources are kept to be shown, and only their
+number (how many times the same patch was submitted) is a key of the order.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from agent.record.base import Record
+
+#: The keys of the order, best first, as recorded and as the reason names them
+#: (:data:`agent.swebench.selection.rank.KEYS` holds how each is computed).
+SELECT_ORDER = (
+    "applies",
+    "repository tests broken",
+    "candidates' fail-to-pass tests passed",
+    "changes the issue's behaviour",
+    "behaviour cluster",
+    "own tests pass",
+    "touches the files the issue names",
+    "identical submissions",
+    "patch size",
+)
+
+
+class Source(Record):
+    """One submission of a patch: the predictions file and the ``model_name_or_path`` in it."""
+
+    file: str = Field(description="the predictions file (or pgs run) it came from")
+    model: str = Field("", description="its model_name_or_path")
+
+
+class Probe(Record):
+    """A piece of the issue's own code (a fenced block or a ``>>>`` session), run against the
+    original code and every candidate, statement by statement, as a console would."""
+
+    name: str = Field(description="probe-1, probe-2, ... in the order of the issue")
+    code: str
+    original: str = Field("", description="what it printed on the original code, normalised")
+
+
+class AddedTest(Record):
+    """A test a candidate's patch adds or changes (its node id, after its patch), and how it
+    ends on the original code."""
+
+    nodeid: str
+    by: list[int] = Field(default_factory=list, description="the candidates whose patch has it")
+    original: str = Field("", description="passed, failed, error, ... on the original code")
+
+
+class Evidence(Record):
+    """What the sealed check of one candidate found."""
+
+    applies: bool = True
+    apply_error: str | None = None
+    broken: list[str] = Field(
+        default_factory=list,
+        description="related repository tests that pass on the original code and fail here",
+    )
+    related_run: int = Field(0, description="related repository tests that ran")
+    probes: dict[str, str] = Field(
+        default_factory=dict, description="{probe name: what it printed, normalised}"
+    )
+    probes_changed: int = Field(0, description="probes whose output differs from the original's")
+    cross: dict[str, str] = Field(
+        default_factory=dict, description="{added test node id: how it ended on this candidate}"
+    )
+    fail_to_pass_total: int = Field(
+        0, description="added tests (of any candidate) that fail on the original code"
+    )
+    fail_to_pass_passed: int = Field(0, description="of those, the ones passing here")
+    own_tests: int = Field(0, description="tests this candidate's patch adds or changes")
+    own_tests_failing: int = Field(0, description="of those, the ones failing on this patch")
+    cluster: int = Field(0, description="the behaviour cluster (0: the largest)")
+    cluster_sources: int = Field(
+        0, description="submissions of the candidates behaving exactly as this one"
+    )
+    issue_files: int = Field(0, description="changed code files the issue names")
+    code_files: int = Field(0, description="changed code files (.py, not tests)")
+    tests_changed: list[str] = Field(default_factory=list, description="test files it changes")
+    patch_lines: int = Field(0, description="lines added and removed")
+    seconds: float = Field(0.0, description="what its check took")
+    error: str | None = Field(None, description="why its check could not run")
+
+
+class SelectCandidate(Record):
+    """One distinct patch, its sources, its evidence and its rank."""
+
+    index: int = Field(description="1, 2, ... in the order the patches were first read")
+    patch: str
+    sources: list[Source] = Field(default_factory=list)
+    evidence: Evidence = Field(default_factory=Evidence)
+    rank: int = Field(0, description="1: the chosen one")
+    key: list[float] = Field(default_factory=list, description="the sort key (smaller is better)")
+
+
+class InstanceSelection(Record):
+    """The choice for one instance."""
+
+    instance_id: str
+    candidates: list[SelectCandidate] = Field(default_factory=list)
+    probes: list[Probe] = Field(default_factory=list)
+    added_tests: list[AddedTest] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list, description="the related test files")
+    order: list[str] = Field(default_factory=lambda: list(SELECT_ORDER))
+    chosen: int | None = Field(None, description="the chosen candidate's index")
+    reason: str = ""
+    ties: list[int] = Field(
+        default_factory=list, description="candidates equal to the chosen one on every key"
+    )
+    #: What identifies the input of this selection: a rerun with other candidates redoes it.
+    candidates_hash: str = ""
+    seconds: dict[str, float] = Field(
+        default_factory=dict, description="time spent: image, base, candidates, in seconds"
+    )
+    error: str | None = Field(None, description="why no candidate could be checked")
+
+
+class SelectionRecord(Record):
+    """``selection.json``: every instance's choice."""
+
+    model_name_or_path: str = "pgs-select"
+    order: list[str] = Field(default_factory=lambda: list(SELECT_ORDER))
+    predictions: list[str] = Field(default_factory=list, description="the files read")
+    instances: dict[str, InstanceSelection] = Field(default_factory=dict)

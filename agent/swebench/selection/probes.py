@@ -1,0 +1,179 @@
+"""The issue's own code as a probe of behaviour: what each candidate prints on it.
+
+An issue usually shows the bug: a fenced code block, a ``>>>`` session, an IPython one. Each
+piece that parses as Python is a :class:`~agent.record.selection.Probe`. In the sandbox it runs
+statement by statement as a console runs it (:data:`RUNNER`): an expression's value is printed
+with its ``repr``, an exception as ``Type: message`` and the next statement still runs, each
+statement with a time limit; the random generators are seeded, warnings are silenced and
+plotting has no display. What it printed, normalised (:func:`normalise`: memory addresses and
+the sandbox's temporary paths taken out), is the candidate's behaviour on the issue.
+
+A probe that prints something different on two runs of the original code says nothing about
+a patch and is dropped. A probe is evidence of behaviour, not of correctness: candidates are
+compared on it with each other and with the original code (:mod:`agent.swebench.selection.rank`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import shlex
+import textwrap
+
+from agent.record.selection import Probe
+from envs.sandbox import Sandbox
+
+#: At most this many probes per issue, each at most this long.
+MAX_PROBES, MAX_CODE = 6, 6000
+#: Seconds per statement, and for a whole probe.
+STATEMENT_SECONDS, PROBE_SECONDS = 20, 90
+#: What a probe's output is cut to.
+MAX_OUTPUT = 4000
+FOLDER = "/tmp/pgs-probes"
+PYTHON_LANGS = {"", "python", "py", "python3", "pycon", "ipython", "ipython3", "pytb", "pyi"}
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+_PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
+_IPY_IN = re.compile(r"^\s*In \[\d*\]:\s?")
+_IPY_MORE = re.compile(r"^\s*\.\.\.+:\s?")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_TMP = re.compile(r"/tmp/[\w./-]+")
+
+#: Runs one probe, statement by statement, like the interactive console (Python 3.6 and on).
+RUNNER = r"""
+import ast, os, random, signal, sys, warnings
+warnings.simplefilter("ignore")
+os.environ.setdefault("MPLBACKEND", "Agg")
+sys.path.insert(0, os.getcwd())
+random.seed(0)
+try:
+    import numpy
+    numpy.random.seed(0)
+except Exception:
+    pass
+def _alarm(signum, frame):
+    raise TimeoutError("statement took more than %d s" % STATEMENT)
+STATEMENT = int(sys.argv[2])
+signal.signal(signal.SIGALRM, _alarm)
+source = open(sys.argv[1]).read()
+ns = {"__name__": "__main__"}
+for stmt in ast.parse(source).body:
+    tree = ast.Interactive(body=[stmt])
+    ast.fix_missing_locations(tree)
+    signal.alarm(STATEMENT)
+    try:
+        exec(compile(tree, "<issue>", "single"), ns)
+    except SystemExit as e:
+        print("SystemExit: %s" % (e.code,))
+    except BaseException as e:
+        message = str(e).strip().splitlines()
+        print("%s: %s" % (type(e).__name__, message[0][:300] if message else ""))
+    finally:
+        signal.alarm(0)
+    sys.stdout.flush()
+"""
+
+
+def _from_console(lines: list[str], prompt: re.Pattern[str], more: re.Pattern[str]) -> str:
+    """The statements of a console session: prompt lines without their prompt; output lines
+    (no prompt) left out."""
+    kept = []
+    for line in lines:
+        if prompt.match(line):
+            kept.append(prompt.sub("", line, count=1))
+        elif more.match(line) and kept:
+            kept.append(more.sub("", line, count=1))
+    return "\n".join(kept)
+
+
+def _code_of(block: str) -> str | None:
+    """The Python in one block of the issue, or None when it is not Python."""
+    lines = block.splitlines()
+    if any(_PROMPT.match(line) for line in lines):
+        code = _from_console(lines, re.compile(r"^\s*>>> ?"), re.compile(r"^\s*\.\.\. ?"))
+    elif any(_IPY_IN.match(line) for line in lines):
+        code = _from_console(lines, _IPY_IN, _IPY_MORE)
+    else:
+        code = block
+    code = textwrap.dedent(code).strip()
+    if not code or len(code) > MAX_CODE:
+        return None
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    if not tree.body or all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in tree.body):
+        return None
+    return code
+
+
+def extract(problem_statement: str) -> list[str]:
+    """The pieces of Python an issue shows, in order, without repeats: fenced blocks in a
+    Python language (or none), then the ``>>>`` sessions outside any fence."""
+    text = problem_statement.replace("\r\n", "\n")
+    found: list[str] = []
+    for match in _FENCE.finditer(text):
+        if match.group(1).lower() in PYTHON_LANGS:
+            code = _code_of(match.group(2))
+            if code and code not in found:
+                found.append(code)
+    outside = _FENCE.sub("", text)
+    session: list[str] = []
+    for line in [*outside.splitlines(), ""]:
+        if _PROMPT.match(line) or (session and line.strip() and not line.startswith(" " * 8)):
+            session.append(line)
+            continue
+        if session:
+            code = _code_of("\n".join(session))
+            if code and code not in found:
+                found.append(code)
+            session = []
+    return found[:MAX_PROBES]
+
+
+def normalise(output: str) -> str:
+    """What a probe printed, without what differs from run to run for reasons other than the
+    code (memory addresses, temporary paths, trailing blanks)."""
+    text = _ADDRESS.sub("0x…", output)
+    text = _TMP.sub("/tmp/…", text)
+    lines = [line.rstrip() for line in text.splitlines()]
+    return "\n".join(lines).strip()[:MAX_OUTPUT]
+
+
+def install(sandbox: Sandbox, codes: list[str]) -> list[str]:
+    """Write the runner and the probes into the sandbox; their paths there."""
+    sandbox.run(f"mkdir -p {FOLDER}")
+    sandbox.write_file(f"{FOLDER}/run.py", RUNNER)
+    paths = []
+    for i, code in enumerate(codes, 1):
+        path = f"{FOLDER}/probe-{i}.py"
+        sandbox.write_file(path, code + "\n")
+        paths.append(path)
+    return paths
+
+
+def run_probes(sandbox: Sandbox, codes: list[str], python: str = "python3") -> list[str]:
+    """What each probe printed on the code in the sandbox, normalised."""
+    outputs = []
+    for path in install(sandbox, codes):
+        command = f"{python} -B {FOLDER}/run.py {shlex.quote(path)} {STATEMENT_SECONDS} 2>/dev/null"
+        result = sandbox.run(command, timeout=PROBE_SECONDS, max_output=MAX_OUTPUT * 4)
+        text = result.output
+        if result.timed_out:
+            text += "\n[probe timed out]"
+        outputs.append(normalise(text))
+    return outputs
+
+
+def probes_of(sandbox: Sandbox, problem_statement: str, python: str = "python3") -> list[Probe]:
+    """The issue's probes that behave the same on two runs of the original code (in the
+    sandbox now), with what they printed there."""
+    codes = extract(problem_statement)
+    if not codes:
+        return []
+    first = run_probes(sandbox, codes, python)
+    second = run_probes(sandbox, codes, python)
+    return [
+        Probe(name=f"probe-{i}", code=code, original=a)
+        for i, (code, a, b) in enumerate(zip(codes, first, second, strict=True), 1)
+        if a == b
+    ]

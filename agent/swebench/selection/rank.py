@@ -1,0 +1,155 @@
+"""The order of ``pgs select``: which candidate the evidence puts first, and why.
+
+Candidates are sorted by the keys of :data:`~agent.record.selection.SELECT_ORDER`, each
+computed by :data:`KEYS` (smaller is better), in this order:
+
+1. **applies**: a patch no harness command applies is last;
+2. **repository tests broken**: related tests that pass on the original code and fail on it;
+3. **candidates' fail-to-pass tests passed**: of the tests any candidate adds that fail on the
+   original code (each candidate's idea of what shows the bug), the ones passing on it (the
+   cross-execution matrix, CodeT's dual agreement);
+4. **changes the issue's behaviour**: the issue's own code prints something else on it than
+   on the original code (a candidate that changes nothing the issue shows comes after one
+   that does; no key when the issue has no code);
+5. **behaviour cluster**: the submissions of all the candidates that behave exactly as it
+   does on the probes and the added tests (Agentless's vote, on behaviour rather than text;
+   a candidate that changes nothing the issue shows gets no votes);
+6. **own tests pass**: the tests its own patch adds, failing on it;
+7. **touches the files the issue names**;
+8. **identical submissions**: how many times this very patch was submitted;
+9. **patch size**: lines added and removed, the smaller first.
+
+Still tied: the candidate read first, recorded as a tie. The order was chosen on the dev set
+(``bench/select.py`` prints chosen-resolved for the default and for each key left out); it
+never looks at which submission or model a patch came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from agent.record.selection import SELECT_ORDER, Evidence, InstanceSelection, Probe
+
+
+@dataclass
+class Ranked:
+    """One candidate as the order sees it."""
+
+    index: int
+    sources: int
+    evidence: Evidence
+
+
+def behaviour(e: Evidence) -> tuple[tuple[str, str], ...]:
+    """What a candidate does on the probes and the added tests (its cluster's key)."""
+    return tuple(sorted(e.probes.items())) + tuple(sorted(e.cross.items()))
+
+
+def cluster(candidates: Sequence[Ranked], probes: Sequence[Probe]) -> None:
+    """Set each candidate's ``cluster`` (0: the most submissions) and ``cluster_sources``.
+    A candidate whose patch did not apply or whose check failed is in no cluster, and one
+    that changes nothing the issue's code shows gets no votes."""
+    groups: dict[tuple[tuple[str, str], ...], list[Ranked]] = {}
+    for c in candidates:
+        if c.evidence.applies and not c.evidence.error:
+            groups.setdefault(behaviour(c.evidence), []).append(c)
+    weights = {key: sum(c.sources for c in members) for key, members in groups.items()}
+    order = sorted(groups, key=lambda k: (-weights[k], min(c.index for c in groups[k])))
+    for number, key in enumerate(order):
+        for c in groups[key]:
+            c.evidence.cluster = number
+            unchanged = bool(probes) and c.evidence.probes_changed == 0
+            c.evidence.cluster_sources = 0 if unchanged else weights[key]
+    for c in candidates:
+        if not c.evidence.applies or c.evidence.error:
+            c.evidence.cluster, c.evidence.cluster_sources = -1, 0
+
+
+#: The keys, by name, each a function of a candidate and whether the issue has probes.
+KEYS: dict[str, Callable[[Ranked, bool], float]] = {
+    "applies": lambda c, _: 0 if c.evidence.applies and not c.evidence.error else 1,
+    "repository tests broken": lambda c, _: len(c.evidence.broken),
+    "candidates' fail-to-pass tests passed": lambda c, _: -c.evidence.fail_to_pass_passed,
+    "changes the issue's behaviour": lambda c, has: (
+        1 if has and c.evidence.probes_changed == 0 else 0
+    ),
+    "behaviour cluster": lambda c, _: -c.evidence.cluster_sources,
+    "own tests pass": lambda c, _: c.evidence.own_tests_failing,
+    "touches the files the issue names": lambda c, _: (
+        -round(c.evidence.issue_files / max(c.evidence.code_files, 1), 2)
+    ),
+    "identical submissions": lambda c, _: -c.sources,
+    "patch size": lambda c, _: c.evidence.patch_lines,
+}
+assert tuple(KEYS) == SELECT_ORDER
+
+
+def key_of(c: Ranked, has_probes: bool, order: Sequence[str] = SELECT_ORDER) -> list[float]:
+    return [float(KEYS[name](c, has_probes)) for name in order]
+
+
+def _value(c: Ranked, name: str, has: bool) -> str:
+    e = c.evidence
+    return {
+        "applies": "applies" if e.applies and not e.error else "does not apply",
+        "repository tests broken": f"{len(e.broken)} broken",
+        "candidates' fail-to-pass tests passed": f"{e.fail_to_pass_passed} of "
+        f"{e.fail_to_pass_total} passed",
+        "changes the issue's behaviour": f"{e.probes_changed} probes changed",
+        "behaviour cluster": f"{e.cluster_sources} submissions behave alike",
+        "own tests pass": f"{e.own_tests_failing} of {e.own_tests} own tests failing",
+        "touches the files the issue names": f"{e.issue_files} of {e.code_files} changed "
+        "files named",
+        "identical submissions": f"{c.sources} submissions",
+        "patch size": f"{e.patch_lines} lines",
+    }[name]
+
+
+def choose(selection: InstanceSelection, order: Sequence[str] = SELECT_ORDER) -> InstanceSelection:
+    """Rank ``selection``'s candidates (their evidence set), set ``chosen``, ``reason``,
+    ``ties``, each candidate's ``rank`` and ``key``; returns it."""
+    ranked = [Ranked(c.index, len(c.sources), c.evidence) for c in selection.candidates]
+    has = bool(selection.probes)
+    cluster(ranked, selection.probes)
+    ranked.sort(key=lambda c: (key_of(c, has, order), c.index))
+    by_index = {c.index: c for c in selection.candidates}
+    for place, c in enumerate(ranked, 1):
+        by_index[c.index].rank = place
+        by_index[c.index].key = key_of(c, has, order)
+    selection.order = list(order)
+    if not ranked:
+        selection.chosen, selection.reason, selection.ties = None, "no candidate", []
+        return selection
+    best = ranked[0]
+    selection.chosen = best.index
+    first = key_of(best, has, order)
+    selection.ties = [c.index for c in ranked[1:] if key_of(c, has, order) == first]
+    if len(ranked) == 1:
+        selection.reason = f"candidate {best.index} is the only one"
+        return selection
+    reasons: dict[str, list[int]] = {}
+    for other in ranked[1:]:
+        theirs = key_of(other, has, order)
+        if theirs == first:
+            continue
+        at = next(i for i, (a, b) in enumerate(zip(first, theirs, strict=True)) if a != b)
+        reasons.setdefault(order[at], []).append(other.index)
+    parts = [
+        f"over {_list(indices)} by {name} ({_value(best, name, has)} against "
+        f"{_value(by_rank, name, has)})"
+        for name, indices in reasons.items()
+        for by_rank in [next(c for c in ranked if c.index == indices[0])]
+    ]
+    reason = f"candidate {best.index}: " + "; ".join(parts)
+    if selection.ties:
+        reason += f"; tied on every key with {_list(selection.ties)} (the first read is chosen)"
+    selection.reason = reason
+    return selection
+
+
+def _list(indices: Sequence[int]) -> str:
+    shown = ", ".join(map(str, indices[:8])) + (
+        f" and {len(indices) - 8} more" if len(indices) > 8 else ""
+    )
+    return ("candidate " if len(indices) == 1 else "candidates ") + shown
