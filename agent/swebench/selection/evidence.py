@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import shlex
+import threading
 import time
 from collections.abc import Callable
 
@@ -242,10 +243,16 @@ class InstanceCheck:
         return evidence
 
     def check_all(
-        self, progress: Callable[[Candidate, Evidence], None] | None = None
+        self,
+        progress: Callable[[Candidate, Evidence], None] | None = None,
+        stop: threading.Event | None = None,
     ) -> dict[int, Evidence]:
+        """Every candidate's evidence; ``stop`` set (Ctrl-C, SIGTERM in the main thread)
+        ends it before the next candidate with :class:`KeyboardInterrupt`."""
         out = {}
         for candidate in self.candidates:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt
             try:
                 out[candidate.index] = self.check(candidate)
             except Exception as e:  # one candidate's failure is its evidence, not the run's end

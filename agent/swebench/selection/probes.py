@@ -37,10 +37,17 @@ _IPY_IN = re.compile(r"^\s*In \[\d*\]:\s?")
 _IPY_MORE = re.compile(r"^\s*\.\.\.+:\s?")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 _TMP = re.compile(r"/tmp/[\w./-]+")
+_VERBOSE = re.compile(r"::\S+ (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+_PERCENT = re.compile(r"\s*\[\s*\d+%\]")
+_DURATION = re.compile(r" in [\d.]+\s?s(econds)?\b.*$")
 
+#: Conventional short names of modules an issue's code uses without importing them.
+ALIASES = {"np": "numpy", "pd": "pandas", "xr": "xarray", "plt": "matplotlib.pyplot"}
 #: Runs one probe, statement by statement, like the interactive console (Python 3.6 and on).
+#: A name the code uses without defining it is imported once when it names a module (its
+#: conventional short name included: np, pd, xr, plt), and the statement runs again.
 RUNNER = r"""
-import ast, os, random, signal, sys, warnings
+import ast, importlib, os, random, re, signal, sys, warnings
 warnings.simplefilter("ignore")
 os.environ.setdefault("MPLBACKEND", "Agg")
 sys.path.insert(0, os.getcwd())
@@ -50,27 +57,43 @@ try:
     numpy.random.seed(0)
 except Exception:
     pass
+ALIASES = __ALIASES__
 def _alarm(signum, frame):
     raise TimeoutError("statement took more than %d s" % STATEMENT)
 STATEMENT = int(sys.argv[2])
 signal.signal(signal.SIGALRM, _alarm)
 source = open(sys.argv[1]).read()
 ns = {"__name__": "__main__"}
+def _module(name):
+    try:
+        return importlib.import_module(ALIASES.get(name, name))
+    except Exception:
+        return None
 for stmt in ast.parse(source).body:
     tree = ast.Interactive(body=[stmt])
     ast.fix_missing_locations(tree)
-    signal.alarm(STATEMENT)
-    try:
-        exec(compile(tree, "<issue>", "single"), ns)
-    except SystemExit as e:
-        print("SystemExit: %s" % (e.code,))
-    except BaseException as e:
-        message = str(e).strip().splitlines()
-        print("%s: %s" % (type(e).__name__, message[0][:300] if message else ""))
-    finally:
-        signal.alarm(0)
+    code = compile(tree, "<issue>", "single")
+    for again in (False, True):
+        signal.alarm(STATEMENT)
+        try:
+            exec(code, ns)
+        except SystemExit as e:
+            print("SystemExit: %s" % (e.code,))
+        except NameError as e:
+            found = re.findall(r"name '(\w+)' is not defined", str(e))
+            module = _module(found[0]) if found and not again else None
+            if module is not None:
+                ns[found[0]] = module
+                continue
+            print("NameError: %s" % (str(e).splitlines() or [""])[0][:300])
+        except BaseException as e:
+            message = str(e).strip().splitlines()
+            print("%s: %s" % (type(e).__name__, message[0][:300] if message else ""))
+        finally:
+            signal.alarm(0)
+        break
     sys.stdout.flush()
-"""
+""".replace("__ALIASES__", repr(ALIASES))
 
 
 def _from_console(lines: list[str], prompt: re.Pattern[str], more: re.Pattern[str]) -> str:
@@ -151,13 +174,53 @@ def install(sandbox: Sandbox, codes: list[str]) -> list[str]:
     return paths
 
 
+def is_test_module(code: str) -> bool:
+    """The code defines tests (a ``test*`` function or a ``Test*`` class): it is a test file
+    to run with pytest, as the issue's reader would."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    return any(
+        (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name.startswith("test"))
+        or (isinstance(n, ast.ClassDef) and n.name.startswith("Test"))
+        for n in tree.body
+    )
+
+
+def pytest_summary(output: str) -> str:
+    """What a pytest run of a probe said: each test's outcome, its error lines (``E ...``),
+    the last line without its duration."""
+    kept = []
+    for line in output.splitlines():
+        if _VERBOSE.search(line):
+            kept.append(_PERCENT.sub("", line).strip())
+        elif line.startswith("E ") and len(kept) < 60:
+            kept.append(line.rstrip())
+    lines = [line for line in output.splitlines() if line.strip()]
+    if lines:
+        kept.append(_DURATION.sub("", lines[-1].strip("= ")))
+    return "\n".join(kept)
+
+
 def run_probes(sandbox: Sandbox, codes: list[str], python: str = "python3") -> list[str]:
-    """What each probe printed on the code in the sandbox, normalised."""
+    """What each probe printed on the code in the sandbox, normalised: run as a console runs
+    it, or, when it defines tests, with pytest in a folder of its own."""
     outputs = []
-    for path in install(sandbox, codes):
-        command = f"{python} -B {FOLDER}/run.py {shlex.quote(path)} {STATEMENT_SECONDS} 2>/dev/null"
+    for path, code in zip(install(sandbox, codes), codes, strict=True):
+        tests = is_test_module(code)
+        if tests:
+            folder = path.removesuffix(".py")
+            command = (
+                f"mkdir -p {folder} && cp {path} {folder}/test_issue.py && cd {folder} && "
+                f"{python} -B -m pytest -v -p no:cacheprovider -W ignore test_issue.py 2>&1"
+            )
+        else:
+            command = (
+                f"{python} -B {FOLDER}/run.py {shlex.quote(path)} {STATEMENT_SECONDS} 2>/dev/null"
+            )
         result = sandbox.run(command, timeout=PROBE_SECONDS, max_output=MAX_OUTPUT * 4)
-        text = result.output
+        text = pytest_summary(result.output) if tests else result.output
         if result.timed_out:
             text += "\n[probe timed out]"
         outputs.append(normalise(text))

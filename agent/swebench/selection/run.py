@@ -52,6 +52,7 @@ def select_instance(
     settings: CheckSettings,
     *,
     on_candidate: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> InstanceSelection:
     """Check every candidate of one instance and choose; a failure of the instance's image or
     container is the selection's ``error`` (its candidates unranked), never an exception."""
@@ -84,7 +85,7 @@ def select_instance(
                 if on_candidate is not None:
                     on_candidate(f"candidate {c.index}/{len(candidates)} checked")
 
-            found = check.check_all(progress)
+            found = check.check_all(progress, stop)
             selection.seconds["candidates"] = round(time.monotonic() - began, 1)
     except Exception as e:  # the instance's problem, reported in its selection
         selection.error = f"{type(e).__name__}: {str(e)[:500]}"
@@ -137,6 +138,7 @@ def select_all(
     record = SelectionRecord(model_name_or_path=MODEL_NAME, predictions=predictions)
     result = SelectResult(record=record)
     lock = threading.Lock()
+    stop = threading.Event()  # set when the main thread is interrupted: the workers end too
     todo = []
     for instance in instances:
         mine = candidates.get(instance.instance_id) or []
@@ -157,9 +159,16 @@ def select_all(
             if on_status is not None:
                 on_status(instance.instance_id, text)
 
+        if stop.is_set():
+            raise KeyboardInterrupt
         status("building or reusing its image")
         return select_instance(
-            instance, candidates[instance.instance_id], envs, settings, on_candidate=status
+            instance,
+            candidates[instance.instance_id],
+            envs,
+            settings,
+            on_candidate=status,
+            stop=stop,
         )
 
     def land(selection: InstanceSelection) -> None:
@@ -182,6 +191,9 @@ def select_all(
         futures = [pool.submit(one, instance) for instance in todo]
         for future in as_completed(futures):
             land(future.result())
+    except BaseException:
+        stop.set()
+        raise
     finally:  # interrupted: nothing new starts; what runs ends with its containers
         pool.shutdown(wait=True, cancel_futures=True)
     return result
