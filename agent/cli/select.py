@@ -1,6 +1,8 @@
 """``pgs select``: choose one patch per instance among the patches of other agents' prediction
 files (or of pgs's own ``--attempts`` runs), by the evidence of sealed checks
-(:mod:`agent.swebench.selection`)."""
+(:mod:`agent.swebench.selection`). With ``--model`` (and the usual model, tools and pgs flags,
+or ``--config``), the Tester writes each instance's properties once and they are evidence too
+(:mod:`agent.swebench.selection.properties`)."""
 
 from __future__ import annotations
 
@@ -16,9 +18,12 @@ from rich.table import Table
 from agent.cli.eval import add_environment_flags
 from agent.pgs.runner import CheckSettings
 from agent.record.selection import InstanceSelection
+from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable
+from agent.run.reviewer import check_prices
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
 from agent.swebench.selection.candidates import read_candidates
+from agent.swebench.selection.properties import check_tester_config
 from agent.swebench.selection.run import select_all
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
@@ -37,7 +42,9 @@ def register(commands: Any) -> None:
         "Writes OUTPUT_DIR/preds.json (the chosen patches, for pgs eval), "
         "OUTPUT_DIR/selection.json (every candidate, its evidence, its rank, why) and "
         "OUTPUT_DIR/instances/<id>.json; run again into the same folder, finished instances "
-        "are kept.",
+        "are kept. With --model, the Tester writes each instance's properties once on the "
+        "original code (validated there as pgs does) and every candidate is checked by them "
+        "with the same inputs; no model, no properties.",
     )
     parser.add_argument(
         "--predictions",
@@ -69,7 +76,27 @@ def register(commands: Any) -> None:
     parser.add_argument(
         "--test-timeout", type=float, default=60.0, help="seconds per test (default 60)"
     )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        action="append",
+        help="YAML file with the model, tools and pgs sections (the Tester's); repeat it to "
+        "stack files, later ones win; implies the Tester, as --model does",
+    )
+    add_config_flags(parser, sections=("model", "tools", "pgs"))
     parser.set_defaults(func=cmd_select)
+
+
+def tester_config(args: argparse.Namespace) -> RunConfig | None:
+    """The Tester's configuration when a model is given (``--model`` or ``--config``), else
+    None: no properties."""
+    overrides = flag_overrides(args)
+    if not args.config and not overrides:
+        return None
+    config = load_config(args.config, overrides)
+    check_tester_config(config)
+    check_prices(config)
+    return config
 
 
 def _wanted(args: argparse.Namespace) -> list[Any]:
@@ -86,6 +113,7 @@ def _wanted(args: argparse.Namespace) -> list[Any]:
 def cmd_select(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise InstanceError("--workers must be at least 1")
+    model = tester_config(args)
     instances = _wanted(args)
     candidates = read_candidates(args.predictions)
     have = [i for i in instances if candidates.get(i.instance_id)]
@@ -99,6 +127,11 @@ def cmd_select(args: argparse.Namespace) -> int:
     err.print(
         f"{len(have)} instances, {total} distinct candidates from {len(args.predictions)} "
         f"files; output in {args.output_dir}"
+        + (
+            f"; the Tester's properties by {model.pgs.tester_model or model.model.name}"
+            if model
+            else ""
+        )
     )
     envs = Environments(
         repos_dir=args.repos_dir,
@@ -130,8 +163,13 @@ def cmd_select(args: argparse.Namespace) -> int:
             workers=args.workers,
             on_done=on_done,
             on_status=on_status,
+            model=model,
         )
-    print_table(list(result.record.instances.values()))
+    selections = list(result.record.instances.values())
+    print_table(selections)
+    if model is not None:
+        cost = sum(s.properties.cost for s in selections if s.properties is not None)
+        err.print(f"the Tester's properties cost ${cost:.4f}")
     err.print(
         f"wrote {args.output_dir / 'preds.json'} and {args.output_dir / 'selection.json'}; "
         f"grade it with: pgs eval --predictions {args.output_dir / 'preds.json'} "
@@ -150,23 +188,27 @@ def _short(selection: InstanceSelection) -> str:
 def print_table(selections: list[InstanceSelection]) -> None:
     out = Console(highlight=False)
     table = Table(title="pgs select")
-    for name in ("instance", "cands", "chosen", "sources", "broken", "probes", "f2p", "ties"):
+    props = any(s.properties is not None for s in selections)  # the Tester's (--model)
+    names = ["instance", "cands", "chosen", "sources", "broken"]
+    names += ["props"] * props + ["probes", "f2p", "ties"]
+    for name in names:
         table.add_column(name, overflow="fold")
     table.add_column("why", overflow="fold", ratio=1)
     for s in selections:
         chosen = next((c for c in s.candidates if c.index == s.chosen), None)
         if chosen is None:
-            table.add_row(
-                s.instance_id, str(len(s.candidates)), "-", "", "", "", "", "", s.error or s.reason
-            )
+            blank = [""] * (len(names) - 3)
+            table.add_row(s.instance_id, str(len(s.candidates)), "-", *blank, s.error or s.reason)
             continue
         e = chosen.evidence
+        passed = [f"{e.issue_properties_passed}/{e.issue_properties_total}"] * props
         table.add_row(
             s.instance_id,
             str(len(s.candidates)),
             str(chosen.index),
             str(len(chosen.sources)),
             str(len(e.broken)),
+            *passed,
             f"{e.probes_changed}/{len(s.probes)}",
             f"{e.fail_to_pass_passed}/{e.fail_to_pass_total}",
             str(len(s.ties)),

@@ -4,7 +4,9 @@ Written by ``pgs select`` (:mod:`agent.swebench.selection`): per instance, every
 candidate patch (identical ones merged, with all their sources), the evidence a sealed check
 found on it, its rank, the chosen one and why, and the ties. The evidence is about the patch
 and what it does, never about where it came from: sources are kept to be shown, and only their
-number (how many times the same patch was submitted) is a key of the order.
+number (how many times the same patch was submitted) is a key of the order. With ``--model``
+the instance also holds the Tester's properties (:class:`SelectProperties`) and each
+candidate's evidence what they found on it.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from __future__ import annotations
 from pydantic import Field
 
 from agent.record.base import Record
+from agent.record.pgs import TesterTurn, ValidationRecord
 
 #: The keys of the order, best first, as recorded and as the reason names them
 #: (:data:`agent.swebench.selection.rank.KEYS` holds how each is computed).
 SELECT_ORDER = (
     "applies",
     "repository tests broken",
+    "issue properties passed",
     "candidates' fail-to-pass tests passed",
     "changes the issue's behaviour",
     "behaviour cluster",
@@ -83,9 +87,46 @@ class Evidence(Record):
     issue_files: int = Field(0, description="changed code files the issue names")
     code_files: int = Field(0, description="changed code files (.py, not tests)")
     tests_changed: list[str] = Field(default_factory=list, description="test files it changes")
+    issue_properties_total: int = Field(
+        0, description="the Tester's kept issue properties that fail on the original code"
+    )
+    issue_properties_passed: int = Field(0, description="of those, the ones passing here")
+    properties_broken: list[str] = Field(
+        default_factory=list,
+        description="the Tester's regression properties (and property errors) failing here",
+    )
+    property_results: dict[str, str] = Field(
+        default_factory=dict,
+        description="{property node id: passed, or how it failed and on which input}",
+    )
+    property_verdict: str | None = Field(
+        None, description="the PGS verdict of the property check (with --model)"
+    )
+    property_reason: str | None = None
+    property_error: str | None = Field(None, description="why the property check could not run")
     patch_lines: int = Field(0, description="lines added and removed")
     seconds: float = Field(0.0, description="what its check took")
     error: str | None = Field(None, description="why its check could not run")
+
+
+class SelectProperties(Record):
+    """The Tester's issue properties of one instance (``pgs select --model``): written once on
+    the original code, validated there as pgs validates them, then run against every
+    candidate with the same Hypothesis seed and the same replayed failing inputs."""
+
+    model: str = Field(description="the Tester's model")
+    files: dict[str, str] = Field(default_factory=dict, description="{path: text} it wrote")
+    kept: list[str] = Field(default_factory=list, description="node ids kept by validation")
+    shows_bug: list[str] = Field(
+        default_factory=list, description="kept issue properties failing on the original code"
+    )
+    validation: ValidationRecord | None = Field(None, description="the run on the original code")
+    tester_turns: list[TesterTurn] = Field(default_factory=list)
+    seed: int | None = Field(None, description="the run's seed (--pgs.seed replays it)")
+    check_seed: int | None = Field(None, description="the Hypothesis seed of every candidate")
+    cost: float = Field(0.0, description="what the Tester cost, USD")
+    tester_error: str | None = Field(None, description="why the Tester failed, if it did")
+    error: str | None = Field(None, description="why the properties could not be written")
 
 
 class SelectCandidate(Record):
@@ -115,8 +156,12 @@ class InstanceSelection(Record):
     )
     #: What identifies the input of this selection: a rerun with other candidates redoes it.
     candidates_hash: str = ""
+    properties: SelectProperties | None = Field(
+        None, description="the Tester's properties (only with --model)"
+    )
     seconds: dict[str, float] = Field(
-        default_factory=dict, description="time spent: image, base, candidates, in seconds"
+        default_factory=dict,
+        description="time spent: image, base, properties, candidates, in seconds",
     )
     error: str | None = Field(None, description="why no candidate could be checked")
 

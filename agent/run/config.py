@@ -127,9 +127,14 @@ def _scalar(annotation: Any) -> tuple[Any, list[str] | None] | None:
     return None
 
 
-def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per config field; structured fields (lists, tables) take JSON or YAML text."""
+def add_config_flags(
+    parser: argparse.ArgumentParser, sections: Sequence[str] = tuple(SECTIONS)
+) -> None:
+    """One flag per config field of ``sections`` (default: all); structured fields (lists,
+    tables) take JSON or YAML text."""
     for section, model in SECTIONS.items():
+        if section not in sections:
+            continue
         group = parser.add_argument_group(f"{section} options")
         fields = dict(model.model_fields)
         choices: dict[str, list[str]] = {}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -81,6 +82,11 @@ def split_patch(patch: str) -> tuple[str, str]:
 
 def changed_paths(patch: str) -> list[str]:
     return [path for path, _ in _file_diffs(patch)]
+
+
+def only_files(patch: str, paths: Collection[str]) -> str:
+    """The file diffs of ``patch`` whose path is one of ``paths``, in order."""
+    return "".join(text for path, text in _file_diffs(patch) if path in paths)
 
 
 def _from_traj(path: Path, into: dict[str, dict[str, list[Source]]]) -> None:
@@ -164,6 +170,7 @@ __all__ = [
     "Candidate",
     "candidates_hash",
     "changed_paths",
+    "only_files",
     "read_candidates",
     "split_patch",
     "write_predictions_files",

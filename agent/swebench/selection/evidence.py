@@ -13,7 +13,10 @@ there:
 - the probes run, and what they print is compared with the original's;
 - every candidate's added tests run against its code (the cross-execution matrix): its own
   test changes are taken back out, each other candidate's test part is applied in turn, and
-  the tests it adds run.
+  the tests it adds run;
+- with ``--model``, the Tester's properties, written and validated once on the original code,
+  run against the patch as the harness applied it, in one more fresh container of the seal
+  (:mod:`agent.swebench.selection.properties`).
 
 Nothing here reads the hidden tests (``test_patch``, FAIL_TO_PASS, PASS_TO_PASS) or where a
 candidate came from.
@@ -34,8 +37,14 @@ from agent.pgs.related import related_tests
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.record.selection import AddedTest, Evidence, Probe
 from agent.swebench.evaluate import apply_commands, apply_prediction
-from agent.swebench.selection.candidates import Candidate, changed_paths, split_patch
+from agent.swebench.selection.candidates import (
+    Candidate,
+    changed_paths,
+    only_files,
+    split_patch,
+)
 from agent.swebench.selection.probes import probes_of, run_probes
+from agent.swebench.selection.properties import IssueProperties
 from envs.sandbox import Sandbox
 from envs.seal import Seal
 
@@ -143,6 +152,8 @@ class InstanceCheck:
         self.added: list[AddedTest] = []
         #: {candidate index: its added node ids}
         self.own: dict[int, list[str]] = {}
+        #: The Tester's properties (``--model``), set once written.
+        self.properties: IssueProperties | None = None
 
     def prepare(self) -> None:
         """The original code's side: probes, related tests' baseline, added tests."""
@@ -198,6 +209,8 @@ class InstanceCheck:
                 evidence.apply_error = _last_error(said)
                 evidence.seconds = time.monotonic() - started
                 return evidence
+            # The code as the harness applied it, before any test run leaves a file behind.
+            as_applied = "" if self.properties is None else _as_applied(box, self.base, candidate)
             if self.related:
                 baseline = self.baselines.ensure(
                     box, self.base, self.related, settings=self.settings
@@ -234,6 +247,8 @@ class InstanceCheck:
                 ended = outcomes(box, ids, self.settings) if done else dict.fromkeys(ids, NOT_RUN)
                 evidence.cross.update({n: how for n, how in ended.items() if n not in own_ids})
                 reset_paths(box, self.base, changed_paths(other.test_part))
+        if self.properties is not None:
+            self.properties.check(candidate.index, as_applied, evidence)
         shows_bug = {t.nodeid for t in self.added if t.original != "passed"}
         evidence.fail_to_pass_total = len(shows_bug)
         evidence.fail_to_pass_passed = sum(
@@ -274,6 +289,17 @@ def named_files(paths: list[str], problem_statement: str) -> tuple[int, int]:
         if (name != "__init__.py" and name in text) or (module.count(".") and module in text):
             named += 1
     return named, len(code)
+
+
+def _as_applied(box: Sandbox, base: str, candidate: Candidate) -> str:
+    """The candidate's files as the harness's commands left them, as one git patch that
+    ``git apply`` takes (the submitted patch when that diff cannot be taken). Only the files
+    the patch names: what the image's install left untracked is no part of it."""
+    try:
+        diff = only_files(box.diff(base=base), set(changed_paths(candidate.patch)))
+    except Exception:  # the submitted patch is the next best thing to check
+        return candidate.patch
+    return diff if diff.strip() else candidate.patch
 
 
 def _last_error(output: str) -> str:

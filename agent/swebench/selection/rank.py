@@ -5,19 +5,23 @@ computed by :data:`KEYS` (smaller is better), in this order:
 
 1. **applies**: a patch no harness command applies is last;
 2. **repository tests broken**: related tests that pass on the original code and fail on it;
-3. **candidates' fail-to-pass tests passed**: of the tests any candidate adds that fail on the
+3. **issue properties passed**: with ``--model``, of the Tester's kept issue properties that
+   fail on the original code (written once per instance, validated there), the ones passing
+   on it, with the same Hypothesis seed and replayed inputs for every candidate (0 for all
+   without a model: the order is then the rest);
+4. **candidates' fail-to-pass tests passed**: of the tests any candidate adds that fail on the
    original code (each candidate's idea of what shows the bug), the ones passing on it (the
    cross-execution matrix, CodeT's dual agreement);
-4. **changes the issue's behaviour**: the issue's own code prints something else on it than
+5. **changes the issue's behaviour**: the issue's own code prints something else on it than
    on the original code (a candidate that changes nothing the issue shows comes after one
    that does; no key when the issue has no code);
-5. **behaviour cluster**: the submissions of all the candidates that behave exactly as it
+6. **behaviour cluster**: the submissions of all the candidates that behave exactly as it
    does on the probes and the added tests (Agentless's vote, on behaviour rather than text;
    a candidate that changes nothing the issue shows gets no votes);
-6. **own tests pass**: the tests its own patch adds, failing on it;
-7. **touches the files the issue names**;
-8. **identical submissions**: how many times this very patch was submitted;
-9. **patch size**: lines added and removed, the smaller first.
+7. **own tests pass**: the tests its own patch adds, failing on it;
+8. **touches the files the issue names**;
+9. **identical submissions**: how many times this very patch was submitted;
+10. **patch size**: lines added and removed, the smaller first.
 
 Still tied: the candidate read first, recorded as a tie. The order was chosen on the dev set
 (``bench/select.py`` prints chosen-resolved for the default and for each key left out); it
@@ -70,6 +74,7 @@ def cluster(candidates: Sequence[Ranked], probes: Sequence[Probe]) -> None:
 KEYS: dict[str, Callable[[Ranked, bool], float]] = {
     "applies": lambda c, _: 0 if c.evidence.applies and not c.evidence.error else 1,
     "repository tests broken": lambda c, _: len(c.evidence.broken),
+    "issue properties passed": lambda c, _: -c.evidence.issue_properties_passed,
     "candidates' fail-to-pass tests passed": lambda c, _: -c.evidence.fail_to_pass_passed,
     "changes the issue's behaviour": lambda c, has: (
         1 if has and c.evidence.probes_changed == 0 else 0
@@ -94,6 +99,8 @@ def _value(c: Ranked, name: str, has: bool) -> str:
     return {
         "applies": "applies" if e.applies and not e.error else "does not apply",
         "repository tests broken": f"{len(e.broken)} broken",
+        "issue properties passed": f"{e.issue_properties_passed} of "
+        f"{e.issue_properties_total} issue properties passed",
         "candidates' fail-to-pass tests passed": f"{e.fail_to_pass_passed} of "
         f"{e.fail_to_pass_total} passed",
         "changes the issue's behaviour": f"{e.probes_changed} probes changed",

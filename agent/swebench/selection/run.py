@@ -3,13 +3,18 @@
 Per instance, in its image (built or reused, as ``pgs eval`` does): a container at the base
 commit holds the original code and its seal is taken (:mod:`envs.seal`); the evidence of
 every candidate comes from :class:`~agent.swebench.selection.evidence.InstanceCheck`, the choice
-from :func:`~agent.swebench.selection.rank.choose`.
+from :func:`~agent.swebench.selection.rank.choose`. With a model (``--model``), the Tester
+writes the instance's properties once, after the original code's side is done, and every
+candidate is checked by them too (:mod:`agent.swebench.selection.properties`).
 
 What it writes in the output folder, each file atomically, after every instance:
 
 - ``instances/<id>.json``: that instance's :class:`~agent.record.selection.InstanceSelection`;
   a rerun into the same folder reuses it when its candidates are the same patches
-  (``candidates_hash``) and it has no error;
+  (``candidates_hash``), it has no error and its properties are the same model's (none
+  without ``--model``; a Tester that failed is asked again);
+- ``instances/<id>.tester.json``: with ``--model``, the Tester's run record (its
+  conversations, the validation);
 - ``selection.json``: every instance's (:class:`~agent.record.selection.SelectionRecord`);
 - ``preds.json``: the chosen patch of every instance, byte for byte as submitted, under
   ``model_name_or_path`` ``pgs-select`` (``pgs eval`` grades it as any predictions file).
@@ -18,6 +23,7 @@ What it writes in the output folder, each file atomically, after every instance:
 from __future__ import annotations
 
 import json
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -28,9 +34,12 @@ from pathlib import Path
 from agent.core.trajectory import write_atomic
 from agent.pgs.runner import CheckSettings
 from agent.record.selection import InstanceSelection, SelectCandidate, SelectionRecord
+from agent.run.config import RunConfig
+from agent.run.reviewer import tester_model_config
 from agent.swebench import TESTBED, Environments, Instance
 from agent.swebench.selection.candidates import Candidate, candidates_hash
 from agent.swebench.selection.evidence import InstanceCheck
+from agent.swebench.selection.properties import IssueProperties
 from agent.swebench.selection.rank import choose
 
 MODEL_NAME = "pgs-select"
@@ -53,9 +62,13 @@ def select_instance(
     *,
     on_candidate: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    model: RunConfig | None = None,
+    tester_record: Path | None = None,
 ) -> InstanceSelection:
     """Check every candidate of one instance and choose; a failure of the instance's image or
-    container is the selection's ``error`` (its candidates unranked), never an exception."""
+    container is the selection's ``error`` (its candidates unranked), never an exception.
+    ``model``: the Tester's configuration (``--model``), its run record into
+    ``tester_record``."""
     from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 
     selection = InstanceSelection(
@@ -79,6 +92,19 @@ def select_instance(
             selection.seconds["base"] = round(time.monotonic() - began, 1)
             selection.probes, selection.added_tests = check.probes, check.added
             selection.related = check.related
+            if model is not None:
+                if on_candidate is not None:
+                    on_candidate("the Tester is writing properties")
+                began = time.monotonic()
+                record = tester_record or Path(tempfile.mkdtemp(prefix="pgs-select-")) / (
+                    f"{instance.instance_id}.tester.json"
+                )
+                written = IssueProperties(
+                    model, box, seal, base, instance.problem_statement, tester_record=record
+                )
+                selection.properties = written.write()
+                selection.seconds["properties"] = round(time.monotonic() - began, 1)
+                check.properties = written
             began = time.monotonic()
 
             def progress(c: Candidate, _: object) -> None:
@@ -95,12 +121,17 @@ def select_instance(
     return choose(selection)
 
 
-def _reusable(path: Path, digest: str) -> InstanceSelection | None:
+def _reusable(path: Path, digest: str, model: str | None) -> InstanceSelection | None:
     try:
         earlier = InstanceSelection.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
     if earlier.candidates_hash != digest or earlier.error:
+        return None
+    written = earlier.properties
+    if (written.model if written else None) != model:
+        return None
+    if written is not None and (written.error or written.tester_error):
         return None
     return earlier
 
@@ -131,8 +162,10 @@ def select_all(
     workers: int = 1,
     on_done: Callable[[InstanceSelection, bool], None] | None = None,
     on_status: Callable[[str, str], None] | None = None,
+    model: RunConfig | None = None,
 ) -> SelectResult:
-    """Select for every instance that has candidates; resumes from ``output_dir``."""
+    """Select for every instance that has candidates; resumes from ``output_dir``.
+    ``model``: the Tester's configuration (``--model``); None: no properties."""
     folder = output_dir / "instances"
     folder.mkdir(parents=True, exist_ok=True)
     record = SelectionRecord(model_name_or_path=MODEL_NAME, predictions=predictions)
@@ -144,7 +177,11 @@ def select_all(
         mine = candidates.get(instance.instance_id) or []
         if not mine:
             continue
-        earlier = _reusable(folder / f"{instance.instance_id}.json", candidates_hash(mine))
+        earlier = _reusable(
+            folder / f"{instance.instance_id}.json",
+            candidates_hash(mine),
+            tester_model_config(model).name if model is not None else None,
+        )
         if earlier is not None:
             record.instances[instance.instance_id] = earlier
             result.reused.append(instance.instance_id)
@@ -169,6 +206,8 @@ def select_all(
             settings,
             on_candidate=status,
             stop=stop,
+            model=model,
+            tester_record=folder / f"{instance.instance_id}.tester.json",
         )
 
     def land(selection: InstanceSelection) -> None:
