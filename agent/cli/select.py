@@ -182,7 +182,16 @@ def cmd_select(args: argparse.Namespace) -> int:
 def _short(selection: InstanceSelection) -> str:
     if selection.error:
         return f"error: {selection.error}"
-    return f"chose candidate {selection.chosen} of {len(selection.candidates)}"
+    said = f"chose candidate {selection.chosen} of {len(selection.candidates)}"
+    written = selection.properties
+    if written is not None:  # --model: what the Tester's properties amount to
+        trouble = written.error or written.tester_error
+        said += (
+            f"; the Tester's properties could not be used ({trouble[:200]})"
+            if trouble
+            else f"; {len(written.kept)} properties kept, {len(written.shows_bug)} show the bug"
+        )
+    return said
 
 
 def print_table(selections: list[InstanceSelection]) -> None:

@@ -256,6 +256,7 @@ def test_the_tester_s_property_chooses_the_fix_no_repository_test_tells_apart(
     assert gold.property_verdict == "passed" and overfit.property_verdict == "failed"
     tester = json.loads((out / "instances" / f"{I1}.tester.json").read_text())
     assert tester["pgs"]["tester"]["trajectory"]  # the Tester's conversation is kept
+    assert f"{I1}: chose candidate 2 of 2; 2 properties kept, 1 show the bug" in err
     assert "the Tester's properties cost $" in err
 
     # A rerun with the same model into the same folder keeps it: the Tester is not asked.
