@@ -23,6 +23,7 @@ SELECT_ORDER = (
     "behaviour cluster",
     "own tests pass",
     "touches the files the issue names",
+    "agreement with the other patches",
     "identical submissions",
     "patch size",
 )
@@ -82,6 +83,9 @@ class Evidence(Record):
     )
     issue_files: int = Field(0, description="changed code files the issue names")
     code_files: int = Field(0, description="changed code files (.py, not tests)")
+    text_agreement: float = Field(
+        0.0, description="summed shares of changed lines in common with each other candidate"
+    )
     tests_changed: list[str] = Field(default_factory=list, description="test files it changes")
     patch_lines: int = Field(0, description="lines added and removed")
     seconds: float = Field(0.0, description="what its check took")
