@@ -70,7 +70,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--output",
         type=Path,
         help="where to write: a trajectory's .html file (or a folder for it), a batch's folder "
-        "(default: <id>.html beside the .traj; <batch>/inspect/ for a batch)",
+        "(default: <id>.html beside the .traj; <batch>/inspect/ for a batch); a pgs select "
+        "output's page (default: selection.html beside selection.json)",
     )
     parser.add_argument(
         "--eval",
