@@ -175,9 +175,9 @@ def choose(selection: InstanceSelection, order: Sequence[str] = SELECT_ORDER) ->
         for name, indices in reasons.items()
         for by_rank in [next(c for c in ranked if c.index == indices[0])]
     ]
-    reason = f"candidate {best.index}: " + "; ".join(parts)
     if selection.ties:
-        reason += f"; tied on every key with {_list(selection.ties)} (the first read is chosen)"
+        parts.append(f"tied on every key with {_list(selection.ties)} (the first read is chosen)")
+    reason = f"candidate {best.index}: " + "; ".join(parts)
     selection.reason = reason
     return selection
 
