@@ -5,7 +5,8 @@
 
 FILE is ``../shared/swebench/candidates-dev.json`` (86 Verified instances, each with the distinct
 patches public agent runs submitted and their labels) beside the records
-``candidates-dev.jsonl``; DIR the repositories (``prepare.sh``'s ``--repos-dir`` layout). One
+``candidates-dev.jsonl``; the pool is the patches with an official label (``--all-labels``:
+every patch); DIR the repositories (``prepare.sh``'s ``--repos-dir`` layout). One
 predictions file per run is written to ``OUT/predictions`` and ``pgs select`` runs on them all
 into ``OUT`` (resumable: a rerun checks only what is missing); ``--score-only`` scores what
 ``OUT`` holds. The labels are read only here, after the selection, to score it.
@@ -192,9 +193,21 @@ def main() -> None:
     parser.add_argument("--test-timeout", type=float, default=30.0)
     parser.add_argument("--filter", default="", help="regex on instance ids")
     parser.add_argument("--score-only", action="store_true")
+    parser.add_argument(
+        "--all-labels",
+        action="store_true",
+        help="also the patches whose labels are not official (pre-docker Lite, F2P-only): "
+        "their runs become prediction files too (default: the officially labelled pool, "
+        "the one the issue's baselines are measured on)",
+    )
     args = parser.parse_args()
     candidates = json.loads(args.candidates.read_text(encoding="utf-8"))
-    candidates = {k: v for k, v in candidates.items() if re.search(args.filter, k)}
+    candidates = {
+        iid: [e for e in entries if args.all_labels or e["label"] in OFFICIAL]
+        for iid, entries in candidates.items()
+        if re.search(args.filter, iid)
+    }
+    candidates = {iid: entries for iid, entries in candidates.items() if entries}
     out = args.output_dir
     if not args.score_only:
         by_run: dict[str, dict[str, str]] = {}

@@ -12,6 +12,11 @@ folder on 127.0.0.1 (``--port 0``, the default: a free port) and prints the URL 
 error). A PATH that cannot be inspected is one ``pgs: error:`` line and exit code 2.
 
 ``--tui`` writes nothing: it browses PATH in the terminal (:mod:`agent.inspect.tui`).
+
+A ``pgs select`` output (its folder, its ``selection.json`` or one ``instances/<id>.json``) is
+printed as text (:func:`agent.inspect.tui_text.selection_text`): every instance, or the one
+``--instance ID`` names; ``-o``, ``--serve`` or ``--open`` write it as a page instead
+(``selection.html`` beside ``selection.json`` by default).
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from urllib.parse import quote
 from rich.console import Console
 
 from agent.errors import USER_ERROR, print_error
-from agent.inspect.html import Written, write_batch, write_trajectory
+from agent.inspect.html import Written, page_name, write_batch, write_selection, write_trajectory
 from agent.inspect.load import InspectError, load_trajectory, resolve
 from agent.inspect.model import Trajectory
+from agent.inspect.selection import find_selection, load_selection
+from agent.inspect.tui_text import selection_text
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
@@ -45,7 +52,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "the PGS panel (properties kept and dropped with their reasons, every round's "
         "candidate, failures, the chosen counterexample and why, the feedback sent, the "
         "verdict). A batch gets a sortable table of its instances with a page for each. Reads "
-        "SWE-agent's .traj files too.",
+        "SWE-agent's .traj files too. A pgs select output folder (selection.json) is printed: "
+        "each instance's candidates, their rank, sources and evidence, the choice and why, "
+        "their patches and the change from the chosen one (-o writes it as a page).",
         epilog="examples: pgs inspect trajectories/demo/stats__issue --open; "
         "pgs inspect runs/v1 --serve",
     )
@@ -53,14 +62,16 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "path",
         type=Path,
         metavar="PATH",
-        help="a .traj file, a run folder (<id>/<id>.traj) or a batch folder (preds.json)",
+        help="a .traj file, a run folder (<id>/<id>.traj), a batch folder (preds.json), or "
+        "a pgs select output (its folder, selection.json or instances/<id>.json)",
     )
     parser.add_argument(
         "-o",
         "--output",
         type=Path,
         help="where to write: a trajectory's .html file (or a folder for it), a batch's folder "
-        "(default: <id>.html beside the .traj; <batch>/inspect/ for a batch)",
+        "(default: <id>.html beside the .traj; <batch>/inspect/ for a batch); a pgs select "
+        "output's page (default: selection.html beside selection.json)",
     )
     parser.add_argument(
         "--eval",
@@ -68,6 +79,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="REPORT",
         help="a `pgs eval` summary (<model>.<run_id>.json) or its --report-dir, when it is not "
         "inside the batch folder (there it is found by itself)",
+    )
+    parser.add_argument(
+        "--instance",
+        metavar="ID",
+        help="with a pgs select output: show this instance only (a batch's instance: pass its "
+        "run folder, <batch>/<id>)",
     )
     parser.add_argument(
         "--serve", action="store_true", help="serve the page on 127.0.0.1 until Ctrl-C"
@@ -89,6 +106,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
+    selection = find_selection(args.path)
+    if selection is not None:
+        return cmd_selection(args, selection)
+    if args.instance is not None:
+        print_error(
+            f"--instance goes with a pgs select output (selection.json); {args.path} is not "
+            "one (an instance of a batch: pass its run folder, <batch>/<id>)"
+        )
+        return USER_ERROR
     if args.tui:
         return cmd_tui(args)
     try:
@@ -96,6 +122,48 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     except InspectError as e:
         print_error(str(e))
         return USER_ERROR
+    return _after_writing(args, written)
+
+
+def cmd_selection(args: argparse.Namespace, path: Path) -> int:
+    """A ``pgs select`` output: printed, or written as a page with -o, --serve or --open."""
+    try:
+        if args.eval is not None:
+            raise InspectError(
+                "--eval goes with a batch folder; grade a selection with pgs eval "
+                "--predictions <output>/preds.json"
+            )
+        view = load_selection(path, args.instance)
+        if not (args.output or args.serve or args.open):
+            Console(highlight=False, soft_wrap=True).print(selection_text(view))
+            return 0
+        if args.tui:
+            raise InspectError(
+                "--tui shows PATH in this terminal: leave out -o, --serve and --open"
+            )
+        out = args.output
+        default = page_name(f"selection-{args.instance}" if args.instance else "selection")
+        if out is None:
+            out = (
+                path.with_name(default)
+                if path.name == "selection.json"
+                else path.with_suffix(".html")
+            )
+        elif out.is_dir() or out.suffix.lower() not in (".html", ".htm"):
+            out = out / default
+        try:
+            written = write_selection(view, out)
+        except OSError as e:
+            raise InspectError(
+                f"cannot write {e.filename or out}: {e.strerror or e}; choose another -o"
+            ) from None
+    except InspectError as e:
+        print_error(str(e))
+        return USER_ERROR
+    return _after_writing(args, written)
+
+
+def _after_writing(args: argparse.Namespace, written: Written) -> int:
     print(f"wrote {written.path} ({describe(written)})", flush=True)
     if args.serve:
         try:

@@ -7,6 +7,8 @@ self-contained static HTML page per trajectory (and an index for a batch).
   :mod:`~agent.inspect.trajectory`, its PGS record: :mod:`~agent.inspect.pgs_record`, a batch
   folder: :mod:`~agent.inspect.batch`, shared readers: :mod:`~agent.inspect.lenient`); whatever a
   file lacks is a ``"missing: <what>"`` note, never a crash;
+- :mod:`agent.inspect.selection`: a ``pgs select`` output (``selection.json``): every
+  instance's candidates, their evidence and the choice;
 - :mod:`agent.inspect.diff`: diffs parsed with ``unidiff``; the change between two candidates;
 - :mod:`agent.inspect.html`: the pages (jinja2 templates in ``templates/``, CSS and JS inlined,
   nothing loaded from anywhere);

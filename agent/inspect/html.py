@@ -11,7 +11,9 @@ page, linked from the cut (relative links, so they work from ``file://`` and thr
 ``--serve``). Diffs longer than :data:`DIFF_LINES` lines are cut the same way. So a page stays a
 few MB however long the run was.
 
-A batch is a folder: ``index.html`` (the table) and one ``<instance>.html`` per instance.
+A batch is a folder: ``index.html`` (the table) and one ``<instance>.html`` per instance. A
+``pgs select`` output is one page (``selection.html.j2``): each instance's candidates side by
+side, as a run's ``--attempts`` are.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import markupsafe
 
 from agent.core.trajectory import write_atomic
 from agent.inspect.batch import load_batch
-from agent.inspect.model import Batch, Diff, FileDiff, Trajectory
+from agent.inspect.model import Batch, Diff, FileDiff, SelectionView, Trajectory
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Characters of a command's output shown on the page (head and tail); the rest in a sidecar.
@@ -466,3 +468,13 @@ def write_batch(
     written = index.write(render_batch(batch, links))
     written.pages = pages
     return written, batch
+
+
+def render_selection(view: SelectionView, page: Page) -> str:
+    return _env().get_template("selection.html.j2").render(v=view, page=page)
+
+
+def write_selection(view: SelectionView, out: Path, *, full_texts: bool = True) -> Written:
+    """One page of a ``pgs select`` output (the instances of ``view``)."""
+    page = Page(Path(out), full_texts=full_texts)
+    return page.write(render_selection(view, page))

@@ -19,6 +19,8 @@ from typing import Literal
 from agent.record.attempts import Candidate
 from agent.record.check import FailingInput, TestResult
 from agent.record.pgs import PGSRecord, RoundRecord, SelectionRecord, TesterTurn
+from agent.record.selection import InstanceSelection, SelectCandidate
+from agent.record.selection import SelectionRecord as SelectRecord
 from agent.record.steps import Step
 from agent.record.trajectory import RunRecord
 
@@ -278,6 +280,56 @@ class AttemptView:
     patch: Diff
     #: From the chosen patch to this one (None: the chosen one; an error: text in ``patch``).
     interdiff: Diff | None = None
+
+
+@dataclass
+class SelectCandidateView:
+    """A view of one candidate of ``pgs select`` (``selection.json``), computed from the
+    record's :class:`~agent.record.selection.SelectCandidate`: its patch parsed, the interdiff
+    from the chosen patch to it, and the evidence's lists spelled out."""
+
+    candidate: SelectCandidate
+    chosen: bool
+    #: Equal to the chosen one on every key (the first read was chosen).
+    tied: bool
+    patch: Diff
+    #: From the chosen patch to this one (None: the chosen one; an error: see ``patch``).
+    interdiff: Diff | None = None
+    #: The probes whose output on it differs from the original code's.
+    probes_changed: list[str] = field(default_factory=list)
+    #: The candidates' fail-to-pass tests (added tests failing on the original code) and how
+    #: each ended on it.
+    fail_to_pass: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class InstanceSelectionView:
+    """A view of one instance of ``selection.json``: its
+    :class:`~agent.record.selection.InstanceSelection` (``selection``) and its candidates,
+    best rank first."""
+
+    selection: InstanceSelection
+    candidates: list[SelectCandidateView] = field(default_factory=list)
+
+    @property
+    def instance_id(self) -> str:
+        return self.selection.instance_id
+
+    @property
+    def chosen(self) -> SelectCandidateView | None:
+        return next((c for c in self.candidates if c.chosen), None)
+
+
+@dataclass
+class SelectionView:
+    """What ``pgs inspect`` shows of a ``pgs select`` output: a view of its
+    :class:`~agent.record.selection.SelectionRecord` (``record``, read from ``path``), the
+    instances shown (all, or the one asked for) and what the file lacks."""
+
+    record: SelectRecord
+    path: Path
+    instances: list[InstanceSelectionView] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
 
 
 @dataclass

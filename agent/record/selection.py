@@ -27,6 +27,7 @@ SELECT_ORDER = (
     "behaviour cluster",
     "own tests pass",
     "touches the files the issue names",
+    "agreement with the other patches",
     "identical submissions",
     "patch size",
 )
@@ -86,6 +87,9 @@ class Evidence(Record):
     )
     issue_files: int = Field(0, description="changed code files the issue names")
     code_files: int = Field(0, description="changed code files (.py, not tests)")
+    text_agreement: float = Field(
+        0.0, description="summed shares of changed lines in common with each other candidate"
+    )
     tests_changed: list[str] = Field(default_factory=list, description="test files it changes")
     issue_properties_total: int = Field(
         0, description="the Tester's kept issue properties that fail on the original code"

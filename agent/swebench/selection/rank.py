@@ -20,8 +20,11 @@ computed by :data:`KEYS` (smaller is better), in this order:
    a candidate that changes nothing the issue shows gets no votes);
 7. **own tests pass**: the tests its own patch adds, failing on it;
 8. **touches the files the issue names**;
-9. **identical submissions**: how many times this very patch was submitted;
-10. **patch size**: lines added and removed, the smaller first.
+9. **agreement with the other patches**: the sum of the shares of changed lines it has in
+   common with each other candidate (the patch the others resemble most; a vote over
+   normalised patches with partial credit);
+10. **identical submissions**: how many times this very patch was submitted;
+11. **patch size**: lines added and removed, the smaller first.
 
 Still tied: the candidate read first, recorded as a tie. The order was chosen on the dev set
 (``bench/select.py`` prints chosen-resolved for the default and for each key left out); it
@@ -34,6 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from agent.record.selection import SELECT_ORDER, Evidence, InstanceSelection, Probe
+from agent.swebench.selection.candidates import split_patch
 
 
 @dataclass
@@ -43,6 +47,30 @@ class Ranked:
     index: int
     sources: int
     evidence: Evidence
+    lines: frozenset[str] = frozenset()
+
+
+def changed_lines(patch: str) -> frozenset[str]:
+    """The lines a patch's code part adds and removes, whitespace folded, each with its sign
+    (what two patches share when they make the same change)."""
+    code, _ = split_patch(patch)
+    return frozenset(
+        line[0] + " ".join(line[1:].split())
+        for line in code.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---")) and line[1:].strip()
+    )
+
+
+def text_agreement(candidates: Sequence[Ranked]) -> None:
+    """Set each candidate's ``text_agreement``: the sum, over the other candidates, of the
+    share of changed lines the two have in common (Jaccard): the patch most others resemble
+    scores highest (a vote over normalised patches, with partial credit)."""
+    for c in candidates:
+        total = 0.0
+        for other in candidates:
+            if other is not c and (c.lines or other.lines):
+                total += len(c.lines & other.lines) / len(c.lines | other.lines)
+        c.evidence.text_agreement = round(total, 3)
 
 
 def behaviour(e: Evidence) -> tuple[tuple[str, str], ...]:
@@ -84,6 +112,7 @@ KEYS: dict[str, Callable[[Ranked, bool], float]] = {
     "touches the files the issue names": lambda c, _: (
         -round(c.evidence.issue_files / max(c.evidence.code_files, 1), 2)
     ),
+    "agreement with the other patches": lambda c, _: -c.evidence.text_agreement,
     "identical submissions": lambda c, _: -c.sources,
     "patch size": lambda c, _: c.evidence.patch_lines,
 }
@@ -108,6 +137,7 @@ def _value(c: Ranked, name: str, has: bool) -> str:
         "own tests pass": f"{e.own_tests_failing} of {e.own_tests} own tests failing",
         "touches the files the issue names": f"{e.issue_files} of {e.code_files} changed "
         "files named",
+        "agreement with the other patches": f"text agreement {e.text_agreement:.2f}",
         "identical submissions": f"{c.sources} submissions",
         "patch size": f"{e.patch_lines} lines",
     }[name]
@@ -116,9 +146,13 @@ def _value(c: Ranked, name: str, has: bool) -> str:
 def choose(selection: InstanceSelection, order: Sequence[str] = SELECT_ORDER) -> InstanceSelection:
     """Rank ``selection``'s candidates (their evidence set), set ``chosen``, ``reason``,
     ``ties``, each candidate's ``rank`` and ``key``; returns it."""
-    ranked = [Ranked(c.index, len(c.sources), c.evidence) for c in selection.candidates]
+    ranked = [
+        Ranked(c.index, len(c.sources), c.evidence, changed_lines(c.patch))
+        for c in selection.candidates
+    ]
     has = bool(selection.probes)
     cluster(ranked, selection.probes)
+    text_agreement(ranked)
     ranked.sort(key=lambda c: (key_of(c, has, order), c.index))
     by_index = {c.index: c for c in selection.candidates}
     for place, c in enumerate(ranked, 1):
@@ -148,9 +182,9 @@ def choose(selection: InstanceSelection, order: Sequence[str] = SELECT_ORDER) ->
         for name, indices in reasons.items()
         for by_rank in [next(c for c in ranked if c.index == indices[0])]
     ]
-    reason = f"candidate {best.index}: " + "; ".join(parts)
     if selection.ties:
-        reason += f"; tied on every key with {_list(selection.ties)} (the first read is chosen)"
+        parts.append(f"tied on every key with {_list(selection.ties)} (the first read is chosen)")
+    reason = f"candidate {best.index}: " + "; ".join(parts)
     selection.reason = reason
     return selection
 
