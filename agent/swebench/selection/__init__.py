@@ -3,6 +3,8 @@
 - :mod:`agent.swebench.selection.candidates`: prediction files read, identical patches merged;
 - :mod:`agent.swebench.selection.probes`: the issue's own code, run as a console runs it;
 - :mod:`agent.swebench.selection.evidence`: the sealed checks of one instance's candidates;
+- :mod:`agent.swebench.selection.properties`: with ``--model``, the Tester's properties, written
+  once per instance and run against every candidate;
 - :mod:`agent.swebench.selection.rank`: the order and the reason;
 - :mod:`agent.swebench.selection.run`: every instance, resumably, and the output files.
 """
