@@ -43,9 +43,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.pgs.runner import CheckSettings
-from agent.record.selection import SELECT_ORDER, InstanceSelection, SelectionRecord
+from agent.record.selection import (
+    SELECT_ORDER,
+    Evidence,
+    InstanceSelection,
+    SelectCandidate,
+    SelectionRecord,
+    Source,
+)
 from agent.swebench import Environments, load_instances
-from agent.swebench.selection.candidates import read_candidates, write_predictions_files
+from agent.swebench.selection.candidates import (
+    changed_paths,
+    read_candidates,
+    split_patch,
+    write_predictions_files,
+)
+from agent.swebench.selection.evidence import named_files
 from agent.swebench.selection.rank import choose
 from agent.swebench.selection.run import select_all
 
@@ -91,7 +104,51 @@ def score(
     return done
 
 
-def report(record: SelectionRecord, candidates: dict[str, list[dict]]) -> None:
+#: The keys that need no container: computed from the patches and the issue alone.
+TEXT_KEYS = (
+    "changes no test files",
+    "agreement with the other patches",
+    "identical submissions",
+    "touches the files the issue names",
+    "patch size",
+)
+
+
+def text_only(candidates: dict[str, list[dict]], records: Path) -> float:
+    """Chosen-resolved on every instance of ``candidates`` by the keys that need no container
+    (:data:`TEXT_KEYS`): what the patches alone tell."""
+    statements = {i.instance_id: i.problem_statement for i in load_instances(records)}
+    labels = labels_of(candidates)
+    total = 0.0
+    for iid, entries in candidates.items():
+        by: dict[str, list[Source]] = {}
+        for e in entries:
+            by.setdefault(e["model_patch"], []).append(Source(file=e["run"]))
+        selection = InstanceSelection(instance_id=iid)
+        for n, (patch, sources) in enumerate(by.items(), 1):
+            code, tests = split_patch(patch)
+            named, code_files = named_files(changed_paths(code), statements[iid])
+            evidence = Evidence(
+                tests_changed=changed_paths(tests),
+                issue_files=named,
+                code_files=code_files,
+                patch_lines=sum(
+                    1
+                    for line in patch.splitlines()
+                    if line[:1] in "+-" and not line.startswith(("+++", "---"))
+                ),
+            )
+            selection.candidates.append(
+                SelectCandidate(index=n, patch=patch, sources=sources, evidence=evidence)
+            )
+        choose(selection, TEXT_KEYS)
+        best = next(c.key for c in selection.candidates if c.index == selection.chosen)
+        tied = [c for c in selection.candidates if c.key == best]
+        total += sum(resolved(labels[iid], c.patch) for c in tied) / len(tied)
+    return total
+
+
+def report(record: SelectionRecord, candidates: dict[str, list[dict]], records: Path) -> None:
     labels = labels_of(candidates)
     # chosen again by the order as it is now (the evidence is what the selection stored)
     checked = {
@@ -164,6 +221,10 @@ def report(record: SelectionRecord, candidates: dict[str, list[dict]]) -> None:
     for name in SELECT_ORDER:
         order = tuple(k for k in SELECT_ORDER if k != name)
         print(f"without {name!r}: {score(record, candidates, order)}/{n}")
+    print(
+        f"the keys that need no container alone, on all {len(candidates)} instances: "
+        f"{text_only(candidates, records):.1f}/{len(candidates)} (ties averaged)"
+    )
     for why, count in missing.most_common():
         print(f"wrong where a right patch existed: {count}: {why}")
     seconds = Counter[str]()
@@ -237,7 +298,7 @@ def main() -> None:
         json.loads((out / "selection.json").read_text(encoding="utf-8"))
     )
     record.instances = {k: v for k, v in record.instances.items() if k in candidates}
-    report(record, candidates)
+    report(record, candidates, args.records)
 
 
 if __name__ == "__main__":

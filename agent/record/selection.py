@@ -26,9 +26,10 @@ SELECT_ORDER = (
     "changes the issue's behaviour",
     "behaviour cluster",
     "own tests pass",
-    "touches the files the issue names",
+    "changes no test files",
     "agreement with the other patches",
     "identical submissions",
+    "touches the files the issue names",
     "patch size",
 )
 

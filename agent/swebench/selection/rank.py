@@ -19,16 +19,20 @@ computed by :data:`KEYS` (smaller is better), in this order:
    does on the probes and the added tests (Agentless's vote, on behaviour rather than text;
    a candidate that changes nothing the issue shows gets no votes);
 7. **own tests pass**: the tests its own patch adds, failing on it;
-8. **touches the files the issue names**;
+8. **changes no test files**: a patch that leaves the test files alone comes first (the
+   evaluation's own tests go onto the same files);
 9. **agreement with the other patches**: the sum of the shares of changed lines it has in
    common with each other candidate (the patch the others resemble most; a vote over
    normalised patches with partial credit);
 10. **identical submissions**: how many times this very patch was submitted;
-11. **patch size**: lines added and removed, the smaller first.
+11. **touches the files the issue names**: a larger share of its changed code files first;
+12. **patch size**: lines added and removed, the smaller first.
 
 Still tied: the candidate read first, recorded as a tie. The order was chosen on the dev set
-(``bench/select.py`` prints chosen-resolved for the default and for each key left out); it
-never looks at which submission or model a patch came from.
+(``bench/select.py`` prints chosen-resolved for the default and for each key left out; the
+keys 8 to 12 need no container and were compared on all 86 instances of
+``candidates-dev.json``: docs/select.md); it never looks at which submission or model a patch
+came from.
 """
 
 from __future__ import annotations
@@ -109,11 +113,12 @@ KEYS: dict[str, Callable[[Ranked, bool], float]] = {
     ),
     "behaviour cluster": lambda c, _: -c.evidence.cluster_sources,
     "own tests pass": lambda c, _: c.evidence.own_tests_failing,
+    "changes no test files": lambda c, _: 1 if c.evidence.tests_changed else 0,
+    "agreement with the other patches": lambda c, _: -c.evidence.text_agreement,
+    "identical submissions": lambda c, _: -c.sources,
     "touches the files the issue names": lambda c, _: (
         -round(c.evidence.issue_files / max(c.evidence.code_files, 1), 2)
     ),
-    "agreement with the other patches": lambda c, _: -c.evidence.text_agreement,
-    "identical submissions": lambda c, _: -c.sources,
     "patch size": lambda c, _: c.evidence.patch_lines,
 }
 assert tuple(KEYS) == SELECT_ORDER
@@ -137,6 +142,7 @@ def _value(c: Ranked, name: str, has: bool) -> str:
         "own tests pass": f"{e.own_tests_failing} of {e.own_tests} own tests failing",
         "touches the files the issue names": f"{e.issue_files} of {e.code_files} changed "
         "files named",
+        "changes no test files": f"{len(e.tests_changed)} test files changed",
         "agreement with the other patches": f"text agreement {e.text_agreement:.2f}",
         "identical submissions": f"{c.sources} submissions",
         "patch size": f"{e.patch_lines} lines",
