@@ -1,0 +1,383 @@
+"""``pgs select``'s parts that need no container: reading the candidates from prediction files
+and pgs runs, splitting a patch into code and tests, finding the issue's own code (probes) and
+normalising what it printed, and the order (:func:`~agent.swebench.selection.rank.choose`) on
+evidence built by hand. The sealed checks themselves: tests/swebench/test_select.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from agent.errors import InstanceError
+from agent.record.attempts import AttemptsRecord
+from agent.record.attempts import Candidate as Attempt
+from agent.record.selection import (
+    SELECT_ORDER,
+    Evidence,
+    InstanceSelection,
+    Probe,
+    SelectCandidate,
+    Source,
+)
+from agent.record.trajectory import RunRecord
+from agent.swebench.selection.candidates import read_candidates, split_patch
+from agent.swebench.selection.probes import MAX_PROBES, extract, normalise
+from agent.swebench.selection.rank import choose
+
+I1, I2 = "acme__textkit-1", "acme__textkit-2"
+
+
+def diff(path: str, old: str = "a = 1", new: str = "a = 2") -> str:
+    """A one-line change of ``path`` as git writes it."""
+    return (
+        f"diff --git a/{path} b/{path}\n"
+        "index 1111111..2222222 100644\n"
+        f"--- a/{path}\n"
+        f"+++ b/{path}\n"
+        "@@ -1 +1 @@\n"
+        f"-{old}\n"
+        f"+{new}\n"
+    )
+
+
+FIX = diff("textkit/core.py")
+OTHER = diff("textkit/core.py", new="a = 3")
+
+
+def pred(iid: str, patch: str | None, model: str = "m") -> dict[str, object]:
+    return {"instance_id": iid, "model_name_or_path": model, "model_patch": patch}
+
+
+# --- candidates ---------------------------------------------------------------------------
+
+
+def test_a_json_object_a_json_list_and_jsonl_are_read_alike(tmp_path: Path) -> None:
+    as_object = tmp_path / "object.json"
+    as_object.write_text(json.dumps({I1: pred(I1, FIX, "one"), I2: pred(I2, OTHER, "one")}))
+    as_list = tmp_path / "list.json"
+    as_list.write_text(json.dumps([pred(I1, FIX, "two"), pred(I2, OTHER, "two")]))
+    as_lines = tmp_path / "lines.jsonl"
+    as_lines.write_text("\n".join(json.dumps(pred(i, p, "three")) for i, p in [(I1, FIX)]) + "\n")
+    for path, model in [(as_object, "one"), (as_list, "two")]:
+        found = read_candidates([path])
+        assert sorted(found) == [I1, I2]
+        assert [c.patch for c in found[I1]] == [FIX] and [c.patch for c in found[I2]] == [OTHER]
+        assert found[I1][0].sources == [Source(file=str(path), model=model)]
+    found = read_candidates([as_lines])
+    assert list(found) == [I1] and found[I1][0].patch == FIX
+    assert found[I1][0].sources == [Source(file=str(as_lines), model="three")]
+
+
+def test_the_same_patch_from_two_files_is_one_candidate_with_both_sources(tmp_path: Path) -> None:
+    first = tmp_path / "first.json"
+    first.write_text(json.dumps([pred(I1, OTHER, "agent-1")]))
+    second = tmp_path / "second.json"
+    second.write_text(json.dumps([pred(I1, FIX, "agent-2")]))
+    third = tmp_path / "third.jsonl"
+    third.write_text(json.dumps(pred(I1, OTHER, "agent-3")) + "\n")
+    found = read_candidates([first, second, third])[I1]
+    assert [(c.index, c.patch) for c in found] == [(1, OTHER), (2, FIX)]  # first read first
+    assert found[0].sources == [
+        Source(file=str(first), model="agent-1"),
+        Source(file=str(third), model="agent-3"),
+    ]
+    assert found[1].sources == [Source(file=str(second), model="agent-2")]
+
+
+def test_patches_differing_only_in_whitespace_are_two_candidates(tmp_path: Path) -> None:
+    # preds.json carries the chosen patch byte for byte: what is merged must be the same bytes.
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps([pred(I1, FIX, "a"), pred(I2, FIX + "\n", "a")]))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([pred(I1, FIX + "\n", "b")]))
+    found = read_candidates([path, other])[I1]
+    assert [c.patch for c in found] == [FIX, FIX + "\n"]
+
+
+def test_empty_patches_are_no_candidates(tmp_path: Path) -> None:
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps([pred(I1, ""), pred(I2, None)]))
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps([pred(I1, " \n"), pred(I2, FIX)]))
+    found = read_candidates([path, other])
+    assert list(found) == [I2] and [c.patch for c in found[I2]] == [FIX]
+
+
+def traj(path: Path, attempts: list[str] | None, submission: str = "") -> Path:
+    record = RunRecord()
+    record.info.submission = submission
+    if attempts is not None:
+        record.attempts = AttemptsRecord(
+            count=len(attempts),
+            candidates=[Attempt(attempt=k, patch=p) for k, p in enumerate(attempts, 1)],
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(record.dumps())
+    return path
+
+
+def test_a_traj_with_attempts_gives_each_attempt_as_a_source(tmp_path: Path) -> None:
+    path = traj(tmp_path / "run" / I1 / f"{I1}.traj", [FIX, "", OTHER, FIX], submission=FIX)
+    found = read_candidates([path])[I1]
+    assert [c.patch for c in found] == [FIX, OTHER]
+    assert [s.file for s in found[0].sources] == [f"{path}#attempt-1", f"{path}#attempt-4"]
+    assert [s.file for s in found[1].sources] == [f"{path}#attempt-3"]
+    assert {s.model for c in found for s in c.sources} == {"pgs"}
+    # A run folder: every .traj in it; a single run's submission is its patch.
+    traj(tmp_path / "run" / I2 / f"{I2}.traj", None, submission=OTHER)
+    found = read_candidates([tmp_path / "run"])
+    assert sorted(found) == [I1, I2] and len(found[I1]) == 2
+    single = tmp_path / "run" / I2 / f"{I2}.traj"
+    assert found[I2][0].sources == [Source(file=str(single), model="pgs")]
+
+
+def test_a_missing_or_unreadable_input_is_an_instance_error(tmp_path: Path) -> None:
+    with pytest.raises(InstanceError, match=r"no predictions file .*nope\.json"):
+        read_candidates([tmp_path / "nope.json"])
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InstanceError, match="folder without pgs runs"):
+        read_candidates([tmp_path / "empty"])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(InstanceError, match="not JSON or JSONL"):
+        read_candidates([bad])
+    (tmp_path / "broken.traj").write_text("[1, 2")
+    with pytest.raises(InstanceError, match="cannot read the pgs run"):
+        read_candidates([tmp_path / "broken.traj"])
+
+
+def test_split_patch_puts_test_files_in_the_test_part() -> None:
+    code, tests = diff("textkit/core.py"), diff("tests/test_core.py") + diff("pkg/io_test.py")
+    patch = diff("tests/test_core.py") + diff("textkit/core.py") + diff("pkg/io_test.py")
+    assert split_patch(patch) == (code, tests)
+    # conftest.py, docs and a file only named like a test folder are code, not tests.
+    rest = diff("tests/conftest.py") + diff("docs/test_notes.md") + diff("testing/util.py")
+    assert split_patch(rest) == (rest, "")
+    # A patch without git headers stays whole.
+    bare = "--- a/tests/test_x.py\n+++ b/tests/test_x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert split_patch(bare) == (bare, "")
+
+
+paths = st.lists(
+    st.tuples(
+        st.sampled_from(["pkg", "tests", "src/pkg/sub", "testing"]),
+        st.sampled_from(["core.py", "test_core.py", "core_test.py", "conftest.py", "README"]),
+    ),
+    min_size=1,
+    max_size=6,
+    unique=True,
+)
+
+
+@given(paths)
+@example([("tests", "test_core.py"), ("pkg", "core.py")])
+def test_split_patch_keeps_every_file_diff_once_in_order(files: list[tuple[str, str]]) -> None:
+    diffs = [diff(f"{folder}/{name}") for folder, name in files]
+    code, tests = split_patch("".join(diffs))
+    is_test = [name.startswith("test_") or name.endswith("_test.py") for _, name in files]
+    assert code == "".join(d for d, t in zip(diffs, is_test, strict=True) if not t)
+    assert tests == "".join(d for d, t in zip(diffs, is_test, strict=True) if t)
+
+
+# --- probes -------------------------------------------------------------------------------
+
+
+def test_a_fenced_python_block_is_a_probe() -> None:
+    issue = (
+        "slugify keeps capitals\n\n```python\nfrom textkit.core import slugify\n"
+        "print(slugify('Hello World'))\n```\n\nIt should print hello-world."
+    )
+    assert extract(issue) == ["from textkit.core import slugify\nprint(slugify('Hello World'))"]
+    # An unnamed fence is taken as Python when it parses; CRLF issues alike.
+    assert extract(issue.replace("```python", "```").replace("\n", "\r\n")) == extract(issue)
+
+
+def test_a_console_session_drops_its_outputs() -> None:
+    issue = (
+        "Look:\n\n>>> from textkit.core import slugify\n>>> for w in ['A b']:\n"
+        "...     print(slugify(w))\n...\nA-b\n>>> slugify('Hello World')\n'Hello-World'\n\n"
+        "It should be lower case."
+    )
+    assert extract(issue) == [
+        "from textkit.core import slugify\nfor w in ['A b']:\n    print(slugify(w))\n\n"
+        "slugify('Hello World')"
+    ]
+
+
+def test_an_ipython_session_drops_its_prompts_and_outputs() -> None:
+    issue = (
+        "```ipython\nIn [1]: from textkit.core import slugify\n\nIn [2]: def f(x):\n"
+        "   ...:     return slugify(x)\n   ...:\n\nIn [3]: f('Hello World')\n"
+        "Out[3]: 'Hello-World'\n```\n"
+    )
+    assert extract(issue) == [
+        "from textkit.core import slugify\ndef f(x):\n    return slugify(x)\n\nf('Hello World')"
+    ]
+
+
+def test_a_python_block_with_an_ellipsis_line_is_no_console_session() -> None:
+    # ``...`` as a body (or a placeholder) is Python, not a console's continuation prompt.
+    code = "class Base:\n    def run(self):\n        ...\n\nprint(Base().run())"
+    assert extract(f"```python\n{code}\n```\n") == [code]
+    placeholder = "from textkit.core import slugify\n...\nprint(slugify('A B'))"
+    assert extract(f"```\n{placeholder}\n```\n") == [placeholder]
+
+
+def test_shell_blocks_tracebacks_and_bare_imports_are_no_probes() -> None:
+    issue = (
+        "```bash\npip install textkit\npython -c 'print(1)'\n```\n"
+        "```sh\nx = 1\n```\n"
+        '```\nTraceback (most recent call last):\n  File "<stdin>", line 1, in <module>\n'
+        "ValueError: bad\n```\n"
+        "```python\nimport textkit\nfrom textkit import core\n```\n"
+        "```pytb\nTraceback (most recent call last):\nKeyError: 'x'\n```\n"
+        "```python\nprint(1)\n```\n"
+        "```python\nprint(1)\n```\n"
+    )
+    assert extract(issue) == ["print(1)"]  # the one Python block, once
+
+
+def test_at_most_max_probes_are_taken_in_the_issues_order() -> None:
+    issue = "".join(f"```python\nprint({i})\n```\n\n" for i in range(MAX_PROBES + 3))
+    assert extract(issue) == [f"print({i})" for i in range(MAX_PROBES)]
+
+
+def test_normalise_takes_out_addresses_temporary_paths_and_trailing_blanks() -> None:
+    one = "<Slug object at 0x7f3a2b1c4d50>   \nFile /tmp/tmpab12_x/case.py\n\n"
+    two = "<Slug object at 0x7f00deadbeef>\nFile /tmp/pytest-of-root/7/case.py  \n"
+    assert normalise(one) == normalise(two) == "<Slug object at 0x…>\nFile /tmp/…"
+    assert normalise("0x1f is short") == "0x1f is short"  # a number, not an address
+    assert normalise("Hello-World") != normalise("hello-world")
+
+
+# --- rank ---------------------------------------------------------------------------------
+
+
+def selection(
+    *evidence: Evidence, sources: list[int] | None = None, probes: int = 0
+) -> InstanceSelection:
+    """An instance whose candidate ``k`` (1, 2, ...) has ``evidence[k - 1]``."""
+    counts = sources or [1] * len(evidence)
+    return InstanceSelection(
+        instance_id=I1,
+        candidates=[
+            SelectCandidate(
+                index=k,
+                patch=f"patch {k}\n",
+                sources=[Source(file=f"agent-{k}-{n}.json") for n in range(counts[k - 1])],
+                evidence=e,
+            )
+            for k, e in enumerate(evidence, 1)
+        ],
+        probes=[
+            Probe(name=f"probe-{i}", code="print(1)", original="old") for i in range(1, probes + 1)
+        ],
+    )
+
+
+def ranks(s: InstanceSelection) -> list[int]:
+    return [c.rank for c in s.candidates]
+
+
+def test_a_candidate_breaking_a_repository_test_loses_to_one_that_does_not() -> None:
+    breaks = Evidence(broken=["tests/test_core.py::test_shout"], fail_to_pass_passed=1)
+    s = choose(selection(breaks, Evidence(patch_lines=40)))
+    assert s.chosen == 2 and ranks(s) == [2, 1] and s.ties == []
+    assert s.reason == (
+        "candidate 2: over candidate 1 by repository tests broken (0 broken against 1 broken)"
+    )
+    assert s.order == list(SELECT_ORDER)
+    assert s.candidates[1].key[SELECT_ORDER.index("repository tests broken")] == 0
+    assert s.candidates[0].key[SELECT_ORDER.index("repository tests broken")] == 1
+
+
+def test_passing_more_of_the_candidates_fail_to_pass_tests_wins() -> None:
+    s = choose(
+        selection(
+            Evidence(fail_to_pass_total=2, fail_to_pass_passed=1),
+            Evidence(fail_to_pass_total=2, fail_to_pass_passed=2, patch_lines=30),
+        )
+    )
+    assert s.chosen == 2 and ranks(s) == [2, 1]
+    assert "by candidates' fail-to-pass tests passed (2 of 2 passed against 1 of 2 passed)" in (
+        s.reason
+    )
+
+
+def test_the_largest_behaviour_cluster_wins_and_ties_are_recorded() -> None:
+    alike = {"probe-1": "new"}
+    s = choose(
+        selection(
+            Evidence(probes={"probe-1": "other"}, probes_changed=1),
+            Evidence(probes=alike, probes_changed=1, cross={"t::a": "passed"}),
+            Evidence(probes=alike, probes_changed=1, cross={"t::a": "passed"}),
+            probes=1,
+        )
+    )
+    by = {c.index: c.evidence for c in s.candidates}
+    assert (by[2].cluster, by[2].cluster_sources) == (0, 2)
+    assert (by[3].cluster, by[3].cluster_sources) == (0, 2)
+    assert (by[1].cluster, by[1].cluster_sources) == (1, 1)
+    assert s.chosen == 2 and s.ties == [3] and ranks(s) == [3, 1, 2]
+    assert s.reason == (
+        "candidate 2: over candidate 1 by behaviour cluster (2 submissions behave alike against "
+        "1 submissions behave alike); tied on every key with candidate 3 (the first read is chosen)"
+    )
+
+
+def test_submissions_of_the_same_patch_vote_for_its_cluster() -> None:
+    s = choose(selection(Evidence(probes={"p": "x"}), Evidence(probes={"p": "y"}), sources=[1, 3]))
+    assert s.chosen == 2 and s.candidates[1].evidence.cluster_sources == 3
+    assert "by behaviour cluster (3 submissions" in s.reason
+
+
+def test_a_candidate_whose_probes_print_what_the_original_did_gets_no_votes() -> None:
+    unchanged = {"probe-1": "old"}
+    s = choose(
+        selection(
+            Evidence(probes=unchanged),
+            Evidence(probes=unchanged),
+            Evidence(probes={"probe-1": "new"}, probes_changed=1, patch_lines=99),
+            sources=[2, 2, 1],
+            probes=1,
+        )
+    )
+    by = {c.index: c.evidence for c in s.candidates}
+    assert by[1].cluster_sources == by[2].cluster_sources == 0  # 4 submissions, no votes
+    assert by[3].cluster_sources == 1
+    assert s.chosen == 3
+    assert s.reason.startswith(
+        "candidate 3: over candidates 1, 2 by changes the issue's behaviour (1 probes changed "
+        "against 0 probes changed)"
+    )
+
+
+def test_without_probes_changing_nothing_is_no_key() -> None:
+    s = choose(selection(Evidence(patch_lines=9), Evidence(patch_lines=3)))
+    assert s.chosen == 2 and s.reason.endswith("by patch size (3 lines against 9 lines)")
+
+
+def test_a_patch_that_does_not_apply_is_last_even_against_a_broken_one() -> None:
+    s = choose(
+        selection(
+            Evidence(applies=False, apply_error="error: patch failed: textkit/core.py:1"),
+            Evidence(broken=["t::a", "t::b", "t::c"]),
+            Evidence(error="DockerError: the container died"),
+        )
+    )
+    assert s.chosen == 2 and ranks(s) == [2, 1, 3]
+    assert s.reason == (
+        "candidate 2: over candidates 1, 3 by applies (applies against does not apply)"
+    )
+    assert [c.evidence.cluster for c in s.candidates] == [-1, 0, -1]
+
+
+def test_one_candidate_and_none() -> None:
+    s = choose(selection(Evidence(applies=False)))
+    assert s.chosen == 1 and s.reason == "candidate 1 is the only one" and ranks(s) == [1]
+    s = choose(selection())
+    assert s.chosen is None and s.reason == "no candidate"
