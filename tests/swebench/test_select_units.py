@@ -72,6 +72,20 @@ def test_a_json_object_a_json_list_and_jsonl_are_read_alike(tmp_path: Path) -> N
     assert found[I1][0].sources == [Source(file=str(as_lines), model="three")]
 
 
+def test_jsonl_is_read_whatever_the_file_is_called(tmp_path: Path) -> None:
+    # Agents write preds.json files of JSON lines; one line alone is one prediction too.
+    lines = tmp_path / "preds.json"
+    lines.write_text(json.dumps(pred(I1, FIX)) + "\n" + json.dumps(pred(I2, OTHER)) + "\n")
+    assert {i: [c.patch for c in cs] for i, cs in read_candidates([lines]).items()} == {
+        I1: [FIX],
+        I2: [OTHER],
+    }
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(pred(I1, FIX, "solo")) + "\n")
+    found = read_candidates([one])
+    assert list(found) == [I1] and found[I1][0].sources == [Source(file=str(one), model="solo")]
+
+
 def test_the_same_patch_from_two_files_is_one_candidate_with_both_sources(tmp_path: Path) -> None:
     first = tmp_path / "first.json"
     first.write_text(json.dumps([pred(I1, OTHER, "agent-1")]))
