@@ -149,6 +149,25 @@ def test_a_traj_with_attempts_gives_each_attempt_as_a_source(tmp_path: Path) -> 
     assert found[I2][0].sources == [Source(file=str(single), model="pgs")]
 
 
+def test_an_attempts_run_folder_gives_each_attempt_once(tmp_path: Path) -> None:
+    # pgs run --attempts writes <id>/<id>.traj (the attempts record) and each attempt's own
+    # run in <id>/attempt-<k>/<id>.traj: the same patches, one submission each.
+    run = tmp_path / "run"
+    chosen = traj(run / I1 / f"{I1}.traj", [FIX, OTHER], submission=OTHER)
+    traj(run / I1 / "attempt-1" / f"{I1}.traj", None, submission=FIX)
+    traj(run / I1 / "attempt-2" / f"{I1}.traj", None, submission=OTHER)
+    found = read_candidates([run])[I1]
+    assert [(c.patch, [s.file for s in c.sources]) for c in found] == [
+        (FIX, [f"{chosen}#attempt-1"]),
+        (OTHER, [f"{chosen}#attempt-2"]),
+    ]
+    # Stopped before the attempts record was written: the attempts' own runs are all there is.
+    chosen.unlink()
+    found = read_candidates([run])[I1]
+    assert [(c.patch, len(c.sources)) for c in found] == [(FIX, 1), (OTHER, 1)]
+    assert found[0].sources[0].file == str(run / I1 / "attempt-1" / f"{I1}.traj")
+
+
 def test_a_missing_or_unreadable_input_is_an_instance_error(tmp_path: Path) -> None:
     with pytest.raises(InstanceError, match=r"no predictions file .*nope\.json"):
         read_candidates([tmp_path / "nope.json"])

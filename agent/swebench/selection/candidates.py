@@ -3,7 +3,9 @@
 A predictions file is any agent's SWE-bench predictions (a JSON object keyed by instance id, a
 JSON list, or JSONL; ``instance_id``, ``model_name_or_path``, ``model_patch``). pgs's own
 ``--attempts`` output counts too: a ``.traj`` with ``attempts`` gives each attempt's final
-patch (source ``<file>#attempt-<k>``), and a run or batch folder every ``.traj`` in it.
+patch (source ``<file>#attempt-<k>``), and a run or batch folder every ``.traj`` in it (an
+attempt's own ``attempt-<k>/<id>.traj`` only when the ``<id>.traj`` beside its folder is
+missing: that one already gives every attempt).
 
 Patches are merged when they are the same bytes (the submitted text is what is graded, and
 what ``preds.json`` will carry); the first one read keeps its place. Each candidate's patch is
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +26,9 @@ from agent.pgs.related import is_test_file
 from agent.record.selection import Source
 from agent.record.trajectory import RunRecord
 from agent.swebench.evaluate import load_predictions
+
+#: The folder of one ``--attempts`` attempt (``<id>/attempt-<k>/<id>.traj``).
+_ATTEMPT = re.compile(r"attempt-\d+")
 
 
 @dataclass
@@ -114,6 +120,11 @@ def read_candidates(files: list[Path]) -> dict[str, list[Candidate]]:
                     f"{path} is a folder without pgs runs (.traj files); give predictions files"
                 )
             for traj in trajs:
+                if (
+                    _ATTEMPT.fullmatch(traj.parent.name)
+                    and (traj.parent.parent / traj.name).is_file()
+                ):
+                    continue  # an --attempts attempt's own run: the attempts record beside has it
                 _from_traj(traj, found)
             continue
         if path.suffix == ".traj":
