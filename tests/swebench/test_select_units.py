@@ -414,3 +414,51 @@ def test_one_candidate_and_none() -> None:
     assert s.chosen == 1 and s.reason == "candidate 1 is the only one" and ranks(s) == [1]
     s = choose(selection())
     assert s.chosen is None and s.reason == "no candidate"
+
+
+# --- resuming -----------------------------------------------------------------------------
+
+
+def test_a_finished_instance_is_reused_and_one_with_an_error_is_not(tmp_path: Path) -> None:
+    from agent.pgs.runner import CheckSettings
+    from agent.swebench import Instance
+    from agent.swebench.selection.candidates import Candidate, candidates_hash
+    from agent.swebench.selection.run import _reusable, select_all
+
+    mine = [Candidate(1, OTHER), Candidate(2, FIX + "\n\n")]
+    done = choose(selection(Evidence(broken=["t::a"]), Evidence()))
+    for c, patch in zip(done.candidates, (OTHER, FIX + "\n\n"), strict=True):
+        c.patch = patch
+    done.candidates_hash = candidates_hash(mine)
+    out = tmp_path / "out"
+    (out / "instances").mkdir(parents=True)
+    saved = out / "instances" / f"{I1}.json"
+    saved.write_text(done.model_dump_json(indent=1))
+    instance = Instance.from_record({"instance_id": I1, "repo": "acme/textkit", "base_commit": "b"})
+    # Nothing to check: no image, no container (envs is never used).
+    result = select_all(
+        [instance],
+        {I1: mine},
+        None,
+        CheckSettings(),
+        out,
+        predictions=["p.json"],
+    )
+    assert result.reused == [I1] and result.checked == []
+    preds = json.loads((out / "preds.json").read_text())
+    assert preds == {
+        I1: {"instance_id": I1, "model_name_or_path": "pgs-select", "model_patch": FIX + "\n\n"}
+    }
+    record = json.loads((out / "selection.json").read_text())
+    assert record["predictions"] == ["p.json"] and record["instances"][I1]["chosen"] == 2
+
+    assert _reusable(saved, candidates_hash(mine[:1])) is None  # other candidates
+    done.candidates[0].evidence.error = "DockerError: the container died"
+    saved.write_text(done.model_dump_json(indent=1))
+    assert _reusable(saved, done.candidates_hash) is None  # a candidate's check to do again
+    done.candidates[0].evidence.error = None
+    done.error = "ImageBuildError: no network"
+    saved.write_text(done.model_dump_json(indent=1))
+    assert _reusable(saved, done.candidates_hash) is None
+    saved.write_text("{half a file")
+    assert _reusable(saved, done.candidates_hash) is None

@@ -9,7 +9,7 @@ What it writes in the output folder, each file atomically, after every instance:
 
 - ``instances/<id>.json``: that instance's :class:`~agent.record.selection.InstanceSelection`;
   a rerun into the same folder reuses it when its candidates are the same patches
-  (``candidates_hash``) and it has no error;
+  (``candidates_hash``) and neither it nor the check of one of its candidates has an error;
 - ``selection.json``: every instance's (:class:`~agent.record.selection.SelectionRecord`);
 - ``preds.json``: the chosen patch of every instance, byte for byte as submitted, under
   ``model_name_or_path`` ``pgs-select`` (``pgs eval`` grades it as any predictions file).
@@ -100,6 +100,8 @@ def _reusable(path: Path, digest: str) -> InstanceSelection | None:
     except (OSError, ValueError):
         return None
     if earlier.candidates_hash != digest or earlier.error:
+        return None
+    if any(c.evidence.error for c in earlier.candidates):  # evidence missing: check again
         return None
     return earlier
 
