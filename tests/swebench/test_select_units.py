@@ -229,6 +229,11 @@ def test_a_fenced_python_block_is_a_probe() -> None:
     assert extract(issue.replace("```python", "```").replace("\n", "\r\n")) == extract(issue)
 
 
+def test_inline_triple_backticks_open_no_fence() -> None:
+    issue = "```slugify(x)``` keeps capitals:\n\n```python\nprint(slugify('A B'))\n```\n"
+    assert extract(issue) == ["print(slugify('A B'))"]
+
+
 def test_a_console_session_drops_its_outputs() -> None:
     issue = (
         "Look:\n\n>>> from textkit.core import slugify\n>>> for w in ['A b']:\n"

@@ -31,7 +31,9 @@ STATEMENT_SECONDS, PROBE_SECONDS = 20, 90
 MAX_OUTPUT = 4000
 FOLDER = "/tmp/pgs-probes"
 PYTHON_LANGS = {"", "python", "py", "python3", "pycon", "ipython", "ipython3", "pytb", "pyi"}
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+#: A fenced block (its info string has no backtick, as in CommonMark: ```code``` on one line,
+#: written at the start of a line, opens no fence that would swallow the next block).
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n`]*\n(.*?)^[ \t]*```", re.S | re.M)
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
 #: What makes a block a console session: a ``>>>`` prompt (a ``...`` line alone is Python's
 #: Ellipsis, a function body or a placeholder, as often as a continuation prompt).
