@@ -8,7 +8,7 @@ The agents' patches, one per file, in this order (the candidates' indices):
    test file fails), with a right test of its own (it fails on the original code);
 2. ``agent-right``: the record's gold patch;
 3. ``agent-contra``: changes nothing the issue shows, with a test asserting the buggy behaviour
-   (it fails on the right fix);
+   (it fails on the right fix) in a test file of its own;
 4. ``agent-stale``: a patch made against other code, which does not apply;
 5. ``agent-again`` (JSONL): the gold patch again, merged into candidate 2.
 
@@ -55,7 +55,8 @@ Its docstring promises lower-case words joined by dashes: hello-world.
 CORE, TESTS = "textkit/core.py", "tests/test_core.py"
 SHOUT_TEST = "tests/test_core.py::test_shout"
 RIGHT_TEST = "tests/test_core.py::test_slugify_is_lower_case"
-CONTRA_TEST = "tests/test_core.py::test_slugify_keeps_case"
+NEW_TESTS = "tests/test_slug.py"  # a test file the patch adds
+CONTRA_TEST = "tests/test_slug.py::test_slugify_keeps_case"
 BUGGY, FIXED = '"-".join(text.split())', '"-".join(text.lower().split())'
 
 
@@ -74,11 +75,12 @@ def patch_of(source: Path, base: str, edits: list[tuple[str, str, str]]) -> str:
         subprocess.run(["git", "clone", "-q", str(source), str(work)], check=True)
     git(work, "checkout", "-q", "--force", base)
     for path, old, new in edits:
-        text = (work / path).read_text()
+        text = (work / path).read_text() if (work / path).exists() else ""
         assert old in text, (path, old)
         (work / path).write_text(text.replace(old, new, 1) if old else text + new)
-    out = git(work, "diff")
-    git(work, "checkout", "-q", "--", ".")
+    git(work, "add", "-A")
+    out = git(work, "diff", "--cached")
+    git(work, "reset", "-q", "--hard")
     return out
 
 
@@ -110,7 +112,7 @@ def make_agents(dataset: Dataset, folder: Path) -> Agents:
         base,
         [
             (CORE, BUGGY, '"-".join(text.split()).strip("-")'),
-            (TESTS, "", added_test("test_slugify_keeps_case", "Hello-World")),
+            (NEW_TESTS, "", added_test("test_slugify_keeps_case", "Hello-World").lstrip()),
         ],
     )
     stale = gold.replace(f"-    return {BUGGY}", '-    return "_".join(text.split())')
@@ -176,20 +178,8 @@ class Run:
     err: str
     pid: int
     seconds: float
-
-
-def run(argv: list[str], timeout: float = 1200) -> Run:
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return Run(proc.returncode, out, err, proc.pid, time.monotonic() - started)
+    seen: set[str]
+    left: list[str]
 
 
 def containers_of(client: Any, pid: int) -> list[Any]:
@@ -197,6 +187,32 @@ def containers_of(client: Any, pid: int) -> list[Any]:
     mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
     found = client.containers.list(all=True, filters=mine, ignore_removed=True)
     return [c for c in found if str(c.labels.get(RUN_LABEL, "")).startswith("select-")]
+
+
+def run(argv: list[str], client: Any = None, timeout: float = 1200) -> Run:
+    """``argv`` as a process; with ``client``, the names of its containers are collected
+    every second while it runs (``seen``), and those left after it ended (``left``)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    seen: set[str] = set()
+    try:
+        while True:
+            if client is not None:
+                seen.update(c.name for c in containers_of(client, proc.pid))
+            try:
+                out, err = proc.communicate(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() - started > timeout:
+                    raise
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    left = [c.name for c in containers_of(client, proc.pid)] if client is not None else []
+    return Run(proc.returncode, out, err, proc.pid, time.monotonic() - started, seen, left)
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +234,6 @@ def records(dataset: Dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
 class Selected:
     out: Path
     run: Run
-    left: list[str]
     selection: dict[str, Any]
 
 
@@ -232,11 +247,10 @@ def selected(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Selected:
     out = tmp_path_factory.mktemp("select") / "out"
-    done = run(select_argv(dataset, records, agents.files, out))
+    done = run(select_argv(dataset, records, agents.files, out), docker_client)
     assert done.code == 0, done.err
-    left = [c.name for c in containers_of(docker_client, done.pid)]
     selection = json.loads((out / "selection.json").read_text())
-    return Selected(out, done, left, selection)
+    return Selected(out, done, selection)
 
 
 def candidates_of(selected: Selected) -> dict[int, dict[str, Any]]:
@@ -260,7 +274,9 @@ def test_the_right_fix_is_chosen_and_preds_json_holds_its_patch_byte_for_byte(
     assert f"[1/1] {I1}: chose candidate 2 of 4" in selected.run.err
     assert "1 instances, 4 distinct candidates from 5 files" in selected.run.err
     assert (selected.out / "instances" / f"{I1}.json").is_file()
-    assert not selected.left, f"pgs select left containers: {selected.left}"
+    # Its containers carry the run's labels (seen while it ran), and none is left.
+    assert selected.run.seen, "no container of the run was seen by its labels"
+    assert selected.run.left == [], f"pgs select left containers: {selected.run.left}"
 
 
 @pytest.mark.docker
@@ -294,6 +310,7 @@ def test_selection_json_holds_every_candidate_its_evidence_rank_and_why(
     assert broken["broken"] == [SHOUT_TEST]
     assert broken["probes_changed"] == 2 and broken["own_tests"] == 1
     assert contra["broken"] == [] and contra["probes_changed"] == 0
+    assert (broken["tests_changed"], contra["tests_changed"]) == ([TESTS], [NEW_TESTS])
     assert stale["applies"] is False and stale["apply_error"]
     # The added tests: the right one shows the bug, the contradicting one passes on the bug.
     added = {t["nodeid"]: (t["by"], t["original"]) for t in mine["added_tests"]}
@@ -317,14 +334,20 @@ def test_selection_json_holds_every_candidate_its_evidence_rank_and_why(
 
 @pytest.mark.docker
 def test_a_rerun_reuses_the_instance_and_a_changed_candidate_set_redoes_it(
-    selected: Selected, dataset: Dataset, agents: Agents, records: Path, tmp_path: Path
+    selected: Selected,
+    dataset: Dataset,
+    agents: Agents,
+    records: Path,
+    docker_client: Any,
+    tmp_path: Path,
 ) -> None:
     out = tmp_path / "out"
     shutil.copytree(selected.out, out)
     kept = (out / "instances" / f"{I1}.json").read_bytes()
-    again = run(select_argv(dataset, records, agents.files, out))
+    again = run(select_argv(dataset, records, agents.files, out), docker_client)
     assert again.code == 0, again.err
     assert f"[1/1] {I1}: kept from the earlier run" in again.err
+    assert again.seen == set()  # not one container
     assert again.seconds < max(30.0, selected.run.seconds / 3), (again.seconds, again.err)
     assert (out / "instances" / f"{I1}.json").read_bytes() == kept
     assert json.loads((out / "preds.json").read_text()) == json.loads(
@@ -333,8 +356,9 @@ def test_a_rerun_reuses_the_instance_and_a_changed_candidate_set_redoes_it(
 
     # Only the right fix's two files now: other candidates, so the instance is done again.
     fewer = [p for p in agents.files if p.name in ("agent-right.json", "agent-again.jsonl")]
-    redone = run(select_argv(dataset, records, fewer, out))
+    redone = run(select_argv(dataset, records, fewer, out), docker_client)
     assert redone.code == 0, redone.err
+    assert redone.seen and redone.left == []
     assert f"[1/1] {I1}: chose candidate 1 of 1" in redone.err
     assert "kept from the earlier run" not in redone.err
     mine = json.loads((out / "selection.json").read_text())["instances"][I1]
