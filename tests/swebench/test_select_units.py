@@ -102,6 +102,15 @@ def test_the_same_patch_from_two_files_is_one_candidate_with_both_sources(tmp_pa
     assert found[1].sources == [Source(file=str(second), model="agent-2")]
 
 
+def test_a_file_given_twice_is_read_once(tmp_path: Path) -> None:
+    path = tmp_path / "preds.json"
+    path.write_text(json.dumps([pred(I1, FIX, "agent")]))
+    run = traj(tmp_path / "run" / I1 / f"{I1}.traj", None, submission=OTHER)
+    same = tmp_path / "run" / ".." / "preds.json"
+    found = read_candidates([path, same, run, tmp_path / "run"])[I1]
+    assert [(c.patch, len(c.sources)) for c in found] == [(FIX, 1), (OTHER, 1)]
+
+
 def test_patches_differing_only_in_whitespace_are_two_candidates(tmp_path: Path) -> None:
     # preds.json carries the chosen patch byte for byte: what is merged must be the same bytes.
     path = tmp_path / "preds.json"

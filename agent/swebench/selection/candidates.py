@@ -109,8 +109,18 @@ def _from_traj(path: Path, into: dict[str, dict[str, list[Source]]]) -> None:
 
 def read_candidates(files: list[Path]) -> dict[str, list[Candidate]]:
     """{instance id: its distinct candidates}, from every predictions file, ``.traj`` or pgs
-    run folder in ``files``; empty patches are no candidates."""
+    run folder in ``files``; empty patches are no candidates. A file given twice (or a
+    ``.traj`` given and in a folder given) is read once: a submission is not two."""
     found: dict[str, dict[str, list[Source]]] = {}
+    read: set[Path] = set()
+
+    def first_time(path: Path) -> bool:
+        resolved = path.resolve()
+        if resolved in read:
+            return False
+        read.add(resolved)
+        return True
+
     for path in files:
         path = Path(path)
         if path.is_dir():
@@ -125,13 +135,17 @@ def read_candidates(files: list[Path]) -> dict[str, list[Candidate]]:
                     and (traj.parent.parent / traj.name).is_file()
                 ):
                     continue  # an --attempts attempt's own run: the attempts record beside has it
-                _from_traj(traj, found)
+                if first_time(traj):
+                    _from_traj(traj, found)
             continue
         if path.suffix == ".traj":
-            _from_traj(path, found)
+            if first_time(path):
+                _from_traj(path, found)
             continue
         if not path.is_file():
             raise InstanceError(f"no predictions file {path}")
+        if not first_time(path):
+            continue
         for iid, prediction in load_predictions(path).items():
             patch = prediction.get("model_patch")
             if not isinstance(patch, str) or not patch.strip():
