@@ -10,7 +10,10 @@ The agents' patches, one per file, in this order (the candidates' indices):
 3. ``agent-contra``: changes nothing the issue shows, with a test asserting the buggy behaviour
    (it fails on the right fix) in a test file of its own;
 4. ``agent-stale``: a patch made against other code, which does not apply;
-5. ``agent-again`` (JSONL): the gold patch again, merged into candidate 2.
+5. ``agent-again`` (JSONL): the gold patch again, merged into candidate 2;
+6. ``agent-same-name``: joins the words with "_" (a repository test fails) and adds a test of
+   the same name as ``agent-broken``'s, asserting that: the other candidates are judged on one
+   version of a test, the one whose outcome on the original code is recorded (the first read).
 
 The records file the selection reads has the issue's own code in its problem statement (a
 fenced block and a ``>>>`` session) and no hidden tests and no gold patch: what decides cannot
@@ -54,6 +57,7 @@ Its docstring promises lower-case words joined by dashes: hello-world.
 """
 CORE, TESTS = "textkit/core.py", "tests/test_core.py"
 SHOUT_TEST = "tests/test_core.py::test_shout"
+SPACES_TEST = "tests/test_core.py::test_slugify_spaces"
 RIGHT_TEST = "tests/test_core.py::test_slugify_is_lower_case"
 NEW_TESTS = "tests/test_slug.py"  # a test file the patch adds
 CONTRA_TEST = "tests/test_slug.py::test_slugify_keeps_case"
@@ -92,6 +96,7 @@ class Agents:
     broken: str
     contra: str
     stale: str
+    same_name: str
     files: list[Path]
 
 
@@ -113,6 +118,14 @@ def make_agents(dataset: Dataset, folder: Path) -> Agents:
         [
             (CORE, BUGGY, '"-".join(text.split()).strip("-")'),
             (NEW_TESTS, "", added_test("test_slugify_keeps_case", "Hello-World").lstrip()),
+        ],
+    )
+    same_name = patch_of(
+        dataset.source,
+        base,
+        [
+            (CORE, BUGGY, '"_".join(text.lower().split())'),
+            (TESTS, "", added_test("test_slugify_is_lower_case", "hello_world")),
         ],
     )
     stale = gold.replace(f"-    return {BUGGY}", '-    return "_".join(text.split())')
@@ -137,8 +150,9 @@ def make_agents(dataset: Dataset, folder: Path) -> Agents:
         preds("agent-contra", {I1: contra, "acme__other-9": gold}),  # not in the records
         preds("agent-stale", {I1: stale}),
         again,
+        preds("agent-same-name", {I1: same_name}),
     ]
-    return Agents(right=gold, broken=broken, contra=contra, stale=stale, files=files)
+    return Agents(gold, broken, contra, stale, same_name, files)
 
 
 def select_records(dataset: Dataset, path: Path) -> Path:
@@ -271,8 +285,8 @@ def test_the_right_fix_is_chosen_and_preds_json_holds_its_patch_byte_for_byte(
     assert preds[I1]["model_patch"].encode() == agents.right.encode()
     mine = selected.selection["instances"][I1]
     assert mine["chosen"] == 2 and mine["error"] is None
-    assert f"[1/1] {I1}: chose candidate 2 of 4" in selected.run.err
-    assert "1 instances, 4 distinct candidates from 5 files" in selected.run.err
+    assert f"[1/1] {I1}: chose candidate 2 of 5" in selected.run.err
+    assert "1 instances, 5 distinct candidates from 6 files" in selected.run.err
     assert (selected.out / "instances" / f"{I1}.json").is_file()
     # Its containers carry the run's labels (seen while it ran), and none is left.
     assert selected.run.seen, "no container of the run was seen by its labels"
@@ -285,11 +299,12 @@ def test_selection_json_holds_every_candidate_its_evidence_rank_and_why(
 ) -> None:
     mine = selected.selection["instances"][I1]
     by = candidates_of(selected)
-    assert [by[k]["patch"] for k in (1, 2, 3, 4)] == [
+    assert [by[k]["patch"] for k in (1, 2, 3, 4, 5)] == [
         agents.broken,
         agents.right,
         agents.contra,
         agents.stale,
+        agents.same_name,
     ]
     sources = {k: [(s["model"], Path(s["file"]).name) for s in c["sources"]] for k, c in by.items()}
     assert sources == {
@@ -297,13 +312,14 @@ def test_selection_json_holds_every_candidate_its_evidence_rank_and_why(
         2: [("agent-right", "agent-right.json"), ("agent-again", "agent-again.jsonl")],
         3: [("agent-contra", "agent-contra.json")],
         4: [("agent-stale", "agent-stale.json")],
+        5: [("agent-same-name", "agent-same-name.json")],
     }
     # The issue's code: two probes, printing the bug on the original code.
     assert [(p["name"], p["original"]) for p in mine["probes"]] == [
         ("probe-1", "Hello-World"),
         ("probe-2", "'Hello-World'"),
     ]
-    broken, right, contra, stale = (by[k]["evidence"] for k in (1, 2, 3, 4))
+    broken, right, contra, stale, same = (by[k]["evidence"] for k in (1, 2, 3, 4, 5))
     assert right["applies"] and right["broken"] == [] and right["error"] is None
     assert right["probes"] == {"probe-1": "hello-world", "probe-2": "'hello-world'"}
     assert right["probes_changed"] == 2
@@ -312,21 +328,25 @@ def test_selection_json_holds_every_candidate_its_evidence_rank_and_why(
     assert contra["broken"] == [] and contra["probes_changed"] == 0
     assert (broken["tests_changed"], contra["tests_changed"]) == ([TESTS], [NEW_TESTS])
     assert stale["applies"] is False and stale["apply_error"]
+    assert same["broken"] == [SPACES_TEST] and same["probes"]["probe-1"] == "hello_world"
     # The added tests: the right one shows the bug, the contradicting one passes on the bug.
     added = {t["nodeid"]: (t["by"], t["original"]) for t in mine["added_tests"]}
-    assert added == {RIGHT_TEST: ([1], "failed"), CONTRA_TEST: ([3], "passed")}
+    assert added == {RIGHT_TEST: ([1, 5], "failed"), CONTRA_TEST: ([3], "passed")}
+    # agent-broken's version of RIGHT_TEST for those that do not have one; each its own.
     assert right["cross"] == {RIGHT_TEST: "passed", CONTRA_TEST: "failed"}
+    assert same["cross"] == {RIGHT_TEST: "passed", CONTRA_TEST: "failed"}
+    assert (same["own_tests"], same["own_tests_failing"]) == (1, 0)
     assert contra["cross"] == {RIGHT_TEST: "failed", CONTRA_TEST: "passed"}
     assert (right["fail_to_pass_passed"], right["fail_to_pass_total"]) == (1, 1)
     assert (contra["fail_to_pass_passed"], contra["fail_to_pass_total"]) == (0, 1)
     assert mine["related"] == [TESTS]
     # Ranks, and a reason naming the key that decided against each.
-    assert {k: c["rank"] for k, c in by.items()} == {2: 1, 3: 2, 1: 3, 4: 4}
+    assert {k: c["rank"] for k, c in by.items()} == {2: 1, 3: 2, 1: 3, 5: 4, 4: 5}
     assert mine["ties"] == []
     reason = mine["reason"]
     assert reason.startswith("candidate 2: ")
     assert "over candidate 3 by candidates' fail-to-pass tests passed" in reason
-    assert "over candidate 1 by repository tests broken (0 broken against 1 broken)" in reason
+    assert "over candidates 1, 5 by repository tests broken (0 broken against 1 broken)" in reason
     assert "over candidate 4 by applies" in reason
     assert mine["order"] == selected.selection["order"]
     assert selected.selection["predictions"] == [str(p) for p in agents.files]
