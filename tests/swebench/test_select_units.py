@@ -420,11 +420,11 @@ def test_a_patch_that_does_not_apply_is_last_even_against_a_broken_one() -> None
     assert s.reason == (
         "candidate 2: over candidates 1, 3 by applies (applies against does not apply)"
     )
+    assert [c.evidence.cluster for c in s.candidates] == [-1, 0, -1]
     # A check that failed is named so, not taken for a patch that does not apply.
     s = choose(selection(Evidence(error="DockerError: the container died"), Evidence()))
     assert s.chosen == 2
     assert s.reason == "candidate 2: over candidate 1 by applies (applies against check failed)"
-    assert [c.evidence.cluster for c in s.candidates] == [-1, 0, -1]
 
 
 def test_one_candidate_and_none() -> None:
