@@ -293,6 +293,42 @@ def test_at_most_max_probes_are_taken_in_the_issues_order() -> None:
     assert extract(issue) == [f"print({i})" for i in range(MAX_PROBES)]
 
 
+statements = st.lists(
+    st.sampled_from(["x = 1", "print(x)", "...", "pass", "y = [1, 2]", "print('a b')", "x"]),
+    min_size=1,
+    max_size=4,
+)
+blocks = st.lists(
+    st.tuples(statements, st.sampled_from(["python", "py", "", "pycon", "bash", "console"])),
+    min_size=1,
+    max_size=9,
+)
+
+
+@given(blocks)
+@example([(["...", "print(x)"], "python")])
+def test_fenced_python_blocks_are_the_probes_in_order_once(
+    found: list[tuple[list[str], str]],
+) -> None:
+    issue = "The bug:\n\n" + "".join(
+        f"```{lang}\n" + "\n".join(code) + "\n```\n\nand then\n" for code, lang in found
+    )
+    expected: list[str] = []
+    for code, lang in found:
+        text = "\n".join(code)
+        if lang not in ("bash", "console") and text not in expected:
+            expected.append(text)
+    assert extract(issue) == expected[:MAX_PROBES]
+
+
+@given(statements, st.sampled_from(["1", "'a b'", "[1, 2]", "Ellipsis"]))
+@example(["...", "x"], "Ellipsis")
+def test_a_console_session_gives_the_code_typed_at_its_prompts(code: list[str], out: str) -> None:
+    typed = "".join(f">>> {line}\n" + (f"{out}\n" if line == "x" else "") for line in code)
+    assert extract(f"In a console:\n\n{typed}\nIt is wrong.") == ["\n".join(code)]
+    assert extract(f"```pycon\n{typed}```\n") == ["\n".join(code)]
+
+
 def test_normalise_takes_out_addresses_temporary_paths_and_trailing_blanks() -> None:
     one = "<Slug object at 0x7f3a2b1c4d50>   \nFile /tmp/tmpab12_x/case.py\n\n"
     two = "<Slug object at 0x7f00deadbeef>\nFile /tmp/pytest-of-root/7/case.py  \n"
