@@ -506,13 +506,47 @@ def test_a_finished_instance_is_reused_and_one_with_an_error_is_not(tmp_path: Pa
     record = json.loads((out / "selection.json").read_text())
     assert record["predictions"] == ["p.json"] and record["instances"][I1]["chosen"] == 2
 
-    assert _reusable(saved, candidates_hash(mine[:1])) is None  # other candidates
+    assert _reusable(saved, mine[:1]) is None  # other candidates
     done.candidates[0].evidence.error = "DockerError: the container died"
     saved.write_text(done.model_dump_json(indent=1))
-    assert _reusable(saved, done.candidates_hash) is None  # a candidate's check to do again
+    assert _reusable(saved, mine) is None  # a candidate's check to do again
     done.candidates[0].evidence.error = None
     done.error = "ImageBuildError: no network"
     saved.write_text(done.model_dump_json(indent=1))
-    assert _reusable(saved, done.candidates_hash) is None
+    assert _reusable(saved, mine) is None
     saved.write_text("{half a file")
-    assert _reusable(saved, done.candidates_hash) is None
+    assert _reusable(saved, mine) is None
+
+
+def test_a_rerun_with_more_submissions_of_the_same_patches_ranks_them_again(
+    tmp_path: Path,
+) -> None:
+    from agent.pgs.runner import CheckSettings
+    from agent.swebench import Instance
+    from agent.swebench.selection.candidates import Candidate, candidates_hash
+    from agent.swebench.selection.run import select_all
+
+    # Two patches the checks cannot tell apart: the first read is chosen...
+    first = [
+        Candidate(1, OTHER, [Source(file="a.json")]),
+        Candidate(2, FIX, [Source(file="b.json")]),
+    ]
+    done = choose(selection(Evidence(), Evidence()))
+    for c, patch in zip(done.candidates, (OTHER, FIX), strict=True):
+        c.patch = patch
+    done.candidates_hash = candidates_hash(first)
+    assert done.chosen == 1 and done.ties == [2]
+    out = tmp_path / "out"
+    (out / "instances").mkdir(parents=True)
+    (out / "instances" / f"{I1}.json").write_text(done.model_dump_json(indent=1))
+    # ...until a third file submits the second one too: no check again, a new order.
+    again = [first[0], Candidate(2, FIX, [Source(file="b.json"), Source(file="c.json")])]
+    instance = Instance.from_record({"instance_id": I1, "repo": "acme/textkit", "base_commit": "b"})
+    result = select_all([instance], {I1: again}, None, CheckSettings(), out, predictions=[])
+    assert result.reused == [I1]
+    mine = json.loads((out / "instances" / f"{I1}.json").read_text())
+    assert [len(c["sources"]) for c in mine["candidates"]] == [1, 2]
+    assert mine["chosen"] == 2 and mine["ties"] == []
+    assert "by identical submissions (2 submissions against 1 submissions)" in mine["reason"]
+    assert json.loads((out / "preds.json").read_text())[I1]["model_patch"] == FIX
+    assert json.loads((out / "selection.json").read_text())["instances"][I1] == mine

@@ -8,8 +8,9 @@ from :func:`~agent.swebench.selection.rank.choose`.
 What it writes in the output folder, each file atomically, after every instance:
 
 - ``instances/<id>.json``: that instance's :class:`~agent.record.selection.InstanceSelection`;
-  a rerun into the same folder reuses it when its candidates are the same patches
-  (``candidates_hash``) and neither it nor the check of one of its candidates has an error;
+  a rerun into the same folder reuses its checks when its candidates are the same patches
+  (``candidates_hash``) and neither it nor the check of one of its candidates has an error
+  (ranked again with this run's sources: a patch submitted more often counts more);
 - ``selection.json``: every instance's (:class:`~agent.record.selection.SelectionRecord`);
 - ``preds.json``: the chosen patch of every instance, byte for byte as submitted, under
   ``model_name_or_path`` ``pgs-select`` (``pgs eval`` grades it as any predictions file).
@@ -94,16 +95,22 @@ def select_instance(
     return choose(selection)
 
 
-def _reusable(path: Path, digest: str) -> InstanceSelection | None:
+def _reusable(path: Path, candidates: list[Candidate]) -> InstanceSelection | None:
+    """The earlier selection at ``path`` when its checks hold for ``candidates`` (the same
+    patches, no error), with this run's sources and ranked again (the evidence is about the
+    patches; how many times each was submitted is a key of the order)."""
     try:
         earlier = InstanceSelection.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    if earlier.candidates_hash != digest or earlier.error:
+    if earlier.candidates_hash != candidates_hash(candidates) or earlier.error:
         return None
     if any(c.evidence.error for c in earlier.candidates):  # evidence missing: check again
         return None
-    return earlier
+    sources = {c.patch: c.sources for c in candidates}
+    for c in earlier.candidates:
+        c.sources = list(sources.get(c.patch, c.sources))
+    return choose(earlier)
 
 
 def write_outputs(output_dir: Path, record: SelectionRecord) -> None:
@@ -144,8 +151,12 @@ def select_all(
         mine = candidates.get(instance.instance_id) or []
         if not mine:
             continue
-        earlier = _reusable(folder / f"{instance.instance_id}.json", candidates_hash(mine))
+        path = folder / f"{instance.instance_id}.json"
+        earlier = _reusable(path, mine)
         if earlier is not None:
+            text = earlier.model_dump_json(indent=1)
+            if text != path.read_text(encoding="utf-8"):  # other sources of the same patches
+                write_atomic(path, text)
             record.instances[instance.instance_id] = earlier
             result.reused.append(instance.instance_id)
             if on_done is not None:
