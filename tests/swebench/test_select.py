@@ -2,18 +2,18 @@
 real prediction files from several scripted "agents" for ``acme__textkit-1`` (slugify keeps
 capitals), real instance images and sealed containers.
 
-The agents' patches, one per file, in this order (the candidates' indices):
+The agents' files, in the order given (candidate numbers in brackets):
 
-1. ``agent-broken``: the fix, but ``shout`` loses its "!" (a repository test of the related
-   test file fails), with a right test of its own (it fails on the original code);
-2. ``agent-right``: the record's gold patch;
-3. ``agent-contra``: changes nothing the issue shows, with a test asserting the buggy behaviour
-   (it fails on the right fix) in a test file of its own;
-4. ``agent-stale``: a patch made against other code, which does not apply;
-5. ``agent-again`` (JSONL): the gold patch again, merged into candidate 2;
-6. ``agent-same-name``: joins the words with "_" (a repository test fails) and adds a test of
-   the same name as ``agent-broken``'s, asserting that: the other candidates are judged on one
-   version of a test, the one whose outcome on the original code is recorded (the first read).
+- ``agent-broken`` [1]: the fix, but ``shout`` loses its "!" (a repository test of the related
+  test file fails), with a right test of its own (it fails on the original code);
+- ``agent-right`` [2], a JSON list: the record's gold patch;
+- ``agent-contra`` [3]: changes nothing the issue shows, with a test asserting the buggy
+  behaviour (it fails on the right fix) in a test file of its own;
+- ``agent-stale`` [4]: a patch made against other code, which does not apply;
+- ``agent-again`` [2], JSONL: the gold patch again, merged with agent-right's;
+- ``agent-same-name`` [5]: joins the words with "_" (a repository test fails) and adds a test
+  named as agent-broken's, asserting that: the other candidates are judged on one version of
+  it, the one whose outcome on the original code is recorded (the first read).
 
 The records file the selection reads has the issue's own code in its problem statement (a
 fenced block and a ``>>>`` session) and no hidden tests and no gold patch: what decides cannot
