@@ -137,6 +137,18 @@ class Outcome:
         return f"{ok}/{ok + bad}" if ok + bad else "-"
 
 
+def _json_or_jsonl(text: str, path: Path) -> Any:
+    """One JSON value, or one per line: JSONL is JSONL whatever the file is called (agents
+    write ``preds.json`` files of JSON lines)."""
+    if text.lstrip().startswith(("{", "[")) and not str(path).endswith(".jsonl"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as e:
+            if e.msg != "Extra data":  # not one JSON value followed by more
+                raise
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     """A preds.json (dict keyed by instance id, or a list) or a JSONL file of predictions."""
     try:
@@ -144,12 +156,11 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
     except OSError as e:
         raise InstanceError(f"cannot read the predictions {path}: {e.strerror}") from None
     try:
-        if text.lstrip().startswith(("{", "[")) and not str(path).endswith(".jsonl"):
-            data = json.loads(text)
-        else:
-            data = [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = _json_or_jsonl(text, path)
     except json.JSONDecodeError as e:
         raise InstanceError(f"{path} is not JSON or JSONL predictions: {e}") from None
+    if isinstance(data, dict) and isinstance(data.get("instance_id"), str):
+        data = [data]  # one line of JSONL, whatever the file's name
     items = list(data.values()) if isinstance(data, dict) else data
     out: dict[str, dict[str, Any]] = {}
     for item in items:

@@ -3,7 +3,9 @@
 A predictions file is any agent's SWE-bench predictions (a JSON object keyed by instance id, a
 JSON list, or JSONL; ``instance_id``, ``model_name_or_path``, ``model_patch``). pgs's own
 ``--attempts`` output counts too: a ``.traj`` with ``attempts`` gives each attempt's final
-patch (source ``<file>#attempt-<k>``), and a run or batch folder every ``.traj`` in it.
+patch (source ``<file>#attempt-<k>``), and a run or batch folder every ``.traj`` in it (an
+attempt's own ``attempt-<k>/<id>.traj`` only when the ``<id>.traj`` beside its folder is
+missing: that one already gives every attempt).
 
 Patches are merged when they are the same bytes (the submitted text is what is graded, and
 what ``preds.json`` will carry); the first one read keeps its place. Each candidate's patch is
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +27,9 @@ from agent.pgs.related import is_test_file
 from agent.record.selection import Source
 from agent.record.trajectory import RunRecord
 from agent.swebench.evaluate import load_predictions
+
+#: The folder of one ``--attempts`` attempt (``<id>/attempt-<k>/<id>.traj``).
+_ATTEMPT = re.compile(r"attempt-\d+")
 
 
 @dataclass
@@ -109,8 +115,18 @@ def _from_traj(path: Path, into: dict[str, dict[str, list[Source]]]) -> None:
 
 def read_candidates(files: list[Path]) -> dict[str, list[Candidate]]:
     """{instance id: its distinct candidates}, from every predictions file, ``.traj`` or pgs
-    run folder in ``files``; empty patches are no candidates."""
+    run folder in ``files``; empty patches are no candidates. A file given twice (or a
+    ``.traj`` given and in a folder given) is read once: a submission is not two."""
     found: dict[str, dict[str, list[Source]]] = {}
+    read: set[Path] = set()
+
+    def first_time(path: Path) -> bool:
+        resolved = path.resolve()
+        if resolved in read:
+            return False
+        read.add(resolved)
+        return True
+
     for path in files:
         path = Path(path)
         if path.is_dir():
@@ -120,13 +136,22 @@ def read_candidates(files: list[Path]) -> dict[str, list[Candidate]]:
                     f"{path} is a folder without pgs runs (.traj files); give predictions files"
                 )
             for traj in trajs:
-                _from_traj(traj, found)
+                if (
+                    _ATTEMPT.fullmatch(traj.parent.name)
+                    and (traj.parent.parent / traj.name).is_file()
+                ):
+                    continue  # an --attempts attempt's own run: the attempts record beside has it
+                if first_time(traj):
+                    _from_traj(traj, found)
             continue
         if path.suffix == ".traj":
-            _from_traj(path, found)
+            if first_time(path):
+                _from_traj(path, found)
             continue
         if not path.is_file():
             raise InstanceError(f"no predictions file {path}")
+        if not first_time(path):
+            continue
         for iid, prediction in load_predictions(path).items():
             patch = prediction.get("model_patch")
             if not isinstance(patch, str) or not patch.strip():

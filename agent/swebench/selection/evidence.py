@@ -13,7 +13,8 @@ there:
 - the probes run, and what they print is compared with the original's;
 - every candidate's added tests run against its code (the cross-execution matrix): its own
   test changes are taken back out, each other candidate's test part is applied in turn, and
-  the tests it adds run;
+  the tests it adds run (a node id two candidates add runs in the version read first, its own
+  version on a candidate that adds it);
 - with ``--model``, the Tester's properties, written and validated once on the original code,
   run against the patch as the harness applied it, in one more fresh container of the seal
   (:mod:`agent.swebench.selection.properties`).
@@ -243,9 +244,14 @@ class InstanceCheck:
                 if other.index == candidate.index:
                     evidence.cross.update(own)
                     continue
+                # A test another candidate also adds (the same node id) runs in the version
+                # read first: the one whose outcome on the original code is recorded.
+                ids = [n for n in ids if n not in own_ids and n not in evidence.cross]
+                if not ids:
+                    continue
                 done, _ = apply_prediction(box, other.test_part, self.chain)
                 ended = outcomes(box, ids, self.settings) if done else dict.fromkeys(ids, NOT_RUN)
-                evidence.cross.update({n: how for n, how in ended.items() if n not in own_ids})
+                evidence.cross.update(ended)
                 reset_paths(box, self.base, changed_paths(other.test_part))
         if self.properties is not None:
             self.properties.check(candidate.index, as_applied, evidence)

@@ -31,8 +31,13 @@ STATEMENT_SECONDS, PROBE_SECONDS = 20, 90
 MAX_OUTPUT = 4000
 FOLDER = "/tmp/pgs-probes"
 PYTHON_LANGS = {"", "python", "py", "python3", "pycon", "ipython", "ipython3", "pytb", "pyi"}
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n]*\n(.*?)^[ \t]*```", re.S | re.M)
+#: A fenced block (its info string has no backtick, as in CommonMark: ```code``` on one line,
+#: written at the start of a line, opens no fence that would swallow the next block).
+_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+-]*)[^\n`]*\n(.*?)^[ \t]*```", re.S | re.M)
 _PROMPT = re.compile(r"^\s*(>>>|\.\.\.)( |$)")
+#: What makes a block a console session: a ``>>>`` prompt (a ``...`` line alone is Python's
+#: Ellipsis, a function body or a placeholder, as often as a continuation prompt).
+_SESSION = re.compile(r"^\s*>>>( |$)")
 _IPY_IN = re.compile(r"^\s*In \[\d*\]:\s?")
 _IPY_MORE = re.compile(r"^\s*\.\.\.+:\s?")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -111,7 +116,7 @@ def _from_console(lines: list[str], prompt: re.Pattern[str], more: re.Pattern[st
 def _code_of(block: str) -> str | None:
     """The Python in one block of the issue, or None when it is not Python."""
     lines = block.splitlines()
-    if any(_PROMPT.match(line) for line in lines):
+    if any(_SESSION.match(line) for line in lines):
         code = _from_console(lines, re.compile(r"^\s*>>> ?"), re.compile(r"^\s*\.\.\. ?"))
     elif any(_IPY_IN.match(line) for line in lines):
         code = _from_console(lines, _IPY_IN, _IPY_MORE)

@@ -131,7 +131,7 @@ def key_of(c: Ranked, has_probes: bool, order: Sequence[str] = SELECT_ORDER) -> 
 def _value(c: Ranked, name: str, has: bool) -> str:
     e = c.evidence
     return {
-        "applies": "applies" if e.applies and not e.error else "does not apply",
+        "applies": "does not apply" if not e.applies else "check failed" if e.error else "applies",
         "repository tests broken": f"{len(e.broken)} broken",
         "issue properties passed": f"{e.issue_properties_passed} of "
         f"{e.issue_properties_total} issue properties passed",

@@ -10,9 +10,11 @@ candidate is checked by them too (:mod:`agent.swebench.selection.properties`).
 What it writes in the output folder, each file atomically, after every instance:
 
 - ``instances/<id>.json``: that instance's :class:`~agent.record.selection.InstanceSelection`;
-  a rerun into the same folder reuses it when its candidates are the same patches
-  (``candidates_hash``), it has no error and its properties are the same model's (none
-  without ``--model``; a Tester that failed is asked again);
+  a rerun into the same folder reuses its checks when its candidates are the same patches
+  (``candidates_hash``), neither it nor the check of one of its candidates has an error, and
+  its properties are the same model's (none without ``--model``; a Tester that failed is
+  asked again); it is ranked again with this run's sources (a patch submitted more often
+  counts more);
 - ``instances/<id>.tester.json``: with ``--model``, the Tester's run record (its
   conversations, the validation);
 - ``selection.json``: every instance's (:class:`~agent.record.selection.SelectionRecord`);
@@ -121,19 +123,29 @@ def select_instance(
     return choose(selection)
 
 
-def _reusable(path: Path, digest: str, model: str | None) -> InstanceSelection | None:
+def _reusable(
+    path: Path, candidates: list[Candidate], model: str | None = None
+) -> InstanceSelection | None:
+    """The earlier selection at ``path`` when its checks hold for ``candidates`` (the same
+    patches, no error, the same Tester model), with this run's sources and ranked again (the
+    evidence is about the patches; how many times each was submitted is a key of the order)."""
     try:
         earlier = InstanceSelection.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, ValueError):
         return None
-    if earlier.candidates_hash != digest or earlier.error:
+    if earlier.candidates_hash != candidates_hash(candidates) or earlier.error:
         return None
     written = earlier.properties
     if (written.model if written else None) != model:
         return None
     if written is not None and (written.error or written.tester_error):
         return None
-    return earlier
+    if any(c.evidence.error for c in earlier.candidates):  # evidence missing: check again
+        return None
+    sources = {c.patch: c.sources for c in candidates}
+    for c in earlier.candidates:
+        c.sources = list(sources.get(c.patch, c.sources))
+    return choose(earlier)
 
 
 def write_outputs(output_dir: Path, record: SelectionRecord) -> None:
@@ -177,12 +189,14 @@ def select_all(
         mine = candidates.get(instance.instance_id) or []
         if not mine:
             continue
+        path = folder / f"{instance.instance_id}.json"
         earlier = _reusable(
-            folder / f"{instance.instance_id}.json",
-            candidates_hash(mine),
-            tester_model_config(model).name if model is not None else None,
+            path, mine, tester_model_config(model).name if model is not None else None
         )
         if earlier is not None:
+            text = earlier.model_dump_json(indent=1)
+            if text != path.read_text(encoding="utf-8"):  # other sources of the same patches
+                write_atomic(path, text)
             record.instances[instance.instance_id] = earlier
             result.reused.append(instance.instance_id)
             if on_done is not None:
