@@ -1,7 +1,8 @@
 """``pgs select`` on real patches of real agents, scored by their official labels.
 
     .venv/bin/python bench/select.py --repos-dir DIR [--candidates FILE] [--records FILE]
-        [--output-dir OUT] [--workers N] [--budget S] [--filter REGEX] [--score-only]
+        [--output-dir OUT] [--workers N] [--budget S] [--filter REGEX] [--python-map A=B]
+        [--score-only] [--all-labels]
 
 FILE is ``../shared/swebench/candidates-dev.json`` (86 Verified instances, each with the distinct
 patches public agent runs submitted and their labels) beside the records
@@ -51,7 +52,7 @@ from agent.record.selection import (
     SelectionRecord,
     Source,
 )
-from agent.swebench import Environments, load_instances
+from agent.swebench import Environments, load_instances, parse_python_map
 from agent.swebench.selection.candidates import (
     changed_paths,
     read_candidates,
@@ -253,6 +254,13 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=15.0)
     parser.add_argument("--test-timeout", type=float, default=30.0)
     parser.add_argument("--filter", default="", help="regex on instance ids")
+    parser.add_argument(
+        "--python-map",
+        action="append",
+        default=[],
+        metavar="WANTED=USED",
+        help="as for pgs select (xarray's records need 3.10=3.11 here)",
+    )
     parser.add_argument("--score-only", action="store_true")
     parser.add_argument(
         "--all-labels",
@@ -277,7 +285,11 @@ def main() -> None:
                 by_run.setdefault(e["run"], {})[iid] = e["model_patch"]
         files = write_predictions_files(by_run, out / "predictions")
         instances = [i for i in load_instances(args.records) if i.instance_id in candidates]
-        envs = Environments(repos_dir=args.repos_dir, python_map={}, run_id="bench-select")
+        envs = Environments(
+            repos_dir=args.repos_dir,
+            python_map=parse_python_map(args.python_map),
+            run_id="bench-select",
+        )
         settings = CheckSettings(budget=args.budget, test_timeout=args.test_timeout)
         started = time.monotonic()
         select_all(
