@@ -164,7 +164,7 @@ def report(record: SelectionRecord, candidates: dict[str, list[dict]], records: 
     if not n:
         print("select_resolved=0/0")
         return
-    chosen_ok = random = majority = oracle = 0.0
+    chosen_ok = averaged = random = majority = oracle = 0.0
     runs: Counter[str] = Counter()
     first_unresolved = regress_flags_unres = regress_flags_res = unres = res = 0
     unofficial_chosen = 0
@@ -174,6 +174,8 @@ def report(record: SelectionRecord, candidates: dict[str, list[dict]], records: 
         chosen = next(c for c in s.candidates if c.index == s.chosen)
         ok = resolved(mine, chosen.patch)
         chosen_ok += ok
+        tied_best = [c for c in s.candidates if c.key == chosen.key]
+        averaged += sum(resolved(mine, c.patch) for c in tied_best) / len(tied_best)
         unofficial_chosen += not mine.get(chosen.patch, (False, False))[1]
         flags = [resolved(mine, c.patch) for c in s.candidates]
         random += sum(flags) / len(flags)
@@ -209,7 +211,8 @@ def report(record: SelectionRecord, candidates: dict[str, list[dict]], records: 
     best_run, best = runs.most_common(1)[0]
     print(f"instances checked: {n} of {len(candidates)} ({len(errors)} could not be checked)")
     print(
-        f"chosen resolved {chosen_ok:.0f}/{n}; best single submission {best}/{n} ({best_run}); "
+        f"chosen resolved {chosen_ok:.0f}/{n} ({averaged:.1f} with ties averaged, not broken by "
+        f"the order the files were read); best single submission {best}/{n} ({best_run}); "
         f"random pick {random:.1f}/{n}; exact-patch majority vote {majority:.1f}/{n}; "
         f"oracle {oracle:.0f}/{n}"
     )
