@@ -222,6 +222,24 @@ def report(record: SelectionRecord, candidates: dict[str, list[dict]], records: 
         f"(broken or does not apply) flag {regress_flags_unres}/{unres} unresolved candidates "
         f"and {regress_flags_res}/{res} resolved ones"
     )
+    decided: dict[str, list[int]] = {}
+    for iid, s in checked.items():
+        mine = labels[iid]
+        right = [c for c in s.candidates if resolved(mine, c.patch)]
+        wrong = [c for c in s.candidates if not resolved(mine, c.patch)]
+        for r in right:
+            for w in wrong:
+                at = next(
+                    (i for i, (a, b) in enumerate(zip(r.key, w.key, strict=True)) if a != b), None
+                )
+                if at is not None:
+                    tally = decided.setdefault(SELECT_ORDER[at], [0, 0])
+                    tally[0 if r.key[at] < w.key[at] else 1] += 1
+    for name, (good, bad) in decided.items():
+        print(
+            f"key {name!r} decides {good + bad} resolved-against-unresolved pairs: "
+            f"the resolved one first in {good}"
+        )
     for name in SELECT_ORDER:
         order = tuple(k for k in SELECT_ORDER if k != name)
         print(f"without {name!r}: {score(record, candidates, order)}/{n}")
