@@ -327,10 +327,14 @@ def main() -> None:
             ),
         )
         print(f"selection took {time.monotonic() - started:.0f}s")
-    record = SelectionRecord.model_validate(
-        json.loads((out / "selection.json").read_text(encoding="utf-8"))
-    )
-    record.instances = {k: v for k, v in record.instances.items() if k in candidates}
+    # Every instance the output folder holds (instances/<id>.json), whichever run checked it.
+    record = SelectionRecord()
+    for path in sorted((out / "instances").glob("*.json")):
+        if path.name.endswith(".tester.json"):
+            continue
+        selection = InstanceSelection.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        if selection.instance_id in candidates:
+            record.instances[selection.instance_id] = selection
     report(record, candidates, args.records)
 
 
