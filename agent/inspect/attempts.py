@@ -10,6 +10,14 @@ from agent.inspect.model import AttemptView, Diff
 from agent.record.attempts import AttemptsRecord
 
 
+def interdiff_view(chosen: str, patch: str) -> Diff:
+    """The change from the chosen patch to ``patch``, parsed (or why there is none)."""
+    try:
+        return parse_diff(interdiff(chosen, patch))
+    except InterdiffError as e:
+        return Diff(text="", error=f"no interdiff: {e}")
+
+
 def read_attempts(record: AttemptsRecord | None) -> list[AttemptView] | None:
     """The run record's ``attempts`` candidates side by side; None when it has none."""
     if record is None:
@@ -19,10 +27,7 @@ def read_attempts(record: AttemptsRecord | None) -> list[AttemptView] | None:
     for c in record.candidates:
         between: Diff | None = None
         if chosen is not None and c is not chosen:
-            try:
-                between = parse_diff(interdiff(chosen.patch, c.patch))
-            except InterdiffError as e:
-                between = Diff(text="", error=f"no interdiff: {e}")
+            between = interdiff_view(chosen.patch, c.patch)
         views.append(
             AttemptView(
                 candidate=c, chosen=c is chosen, patch=parse_diff(c.patch), interdiff=between

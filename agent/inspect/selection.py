@@ -21,8 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agent.errors import InspectError, InterdiffError
-from agent.inspect.diff import interdiff, parse_diff
+from agent.errors import InspectError
+from agent.inspect.attempts import interdiff_view
+from agent.inspect.diff import parse_diff
 from agent.inspect.lenient import read_json
 from agent.inspect.model import Diff, InstanceSelectionView, SelectCandidateView, SelectionView
 from agent.record.selection import InstanceSelection, SelectCandidate, SelectionRecord
@@ -109,10 +110,7 @@ def instance_view(selection: InstanceSelection) -> InstanceSelectionView:
     for c in sorted(selection.candidates, key=_place):
         between: Diff | None = None
         if chosen is not None and c is not chosen:
-            try:
-                between = parse_diff(interdiff(chosen.patch, c.patch))
-            except InterdiffError as why:
-                between = Diff(text="", error=f"no interdiff: {why}")
+            between = interdiff_view(chosen.patch, c.patch)
         e = c.evidence
         views.append(
             SelectCandidateView(

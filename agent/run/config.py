@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from agent.core.loop import AgentConfig
 from agent.core.prompts import config_only
+from agent.core.tools import Toolset
 from agent.errors import ConfigError
 from agent.models import ModelConfig
 from agent.pgs.reviewer import PGSConfig
@@ -79,6 +80,17 @@ class ToolsConfig(BaseModel):
     @classmethod
     def _over_defaults(cls, value: dict[str, Any]) -> dict[str, Any]:
         return {**TOOL_ENV, **value}  # setting WINDOW keeps PAGER=cat
+
+    def toolset(self) -> Toolset:
+        """The bundles installed as this section says."""
+        return Toolset.from_paths(
+            self.bundles,
+            registry_variables=self.registry_variables,
+            env_variables=self.env_variables,
+            submit_tools=self.submit_tools,
+            submit_commands=self.submit_commands,
+            forfeit_tools=self.forfeit_tools,
+        )
 
 
 class RunConfig(BaseModel):

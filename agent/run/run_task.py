@@ -17,7 +17,6 @@ from pathlib import Path
 
 from agent.core.loop import Agent, RunResult
 from agent.core.secrets import Redactor
-from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory, write_atomic
 from agent.errors import OutputNotWritten, RunFailed
 from agent.models import GlobalStats, get_model
@@ -57,14 +56,7 @@ def run_task(
     traj.info.instance_id = task.instance_id
     traj.info.base_commit = head_commit(task.repo)
     model = get_model(config.model, global_stats)
-    toolset = Toolset.from_paths(
-        config.tools.bundles,
-        registry_variables=config.tools.registry_variables,
-        env_variables=config.tools.env_variables,
-        submit_tools=config.tools.submit_tools,
-        submit_commands=config.tools.submit_commands,
-        forfeit_tools=config.tools.forfeit_tools,
-    )
+    toolset = config.tools.toolset()
     sandbox = open_sandbox(
         config, task.repo, run_id, hook, task.image_spec, toolset, record=replay["task"]
     )

@@ -23,7 +23,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.core.secrets import Redactor
-from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.errors import InputError
 from agent.models import get_model
@@ -69,14 +68,7 @@ class IssueProperties:
         self.checker = PGS(
             with_pinned_plugins(pgs, original),
             sandbox=original,
-            toolset=Toolset.from_paths(
-                config.tools.bundles,
-                registry_variables=config.tools.registry_variables,
-                env_variables=config.tools.env_variables,
-                submit_tools=config.tools.submit_tools,
-                submit_commands=config.tools.submit_commands,
-                forfeit_tools=config.tools.forfeit_tools,
-            ),
+            toolset=config.tools.toolset(),
             tester_model=get_model(tester_model_config(config)),
             counter=get_counter(config.model, pgs.tokenizer),
             trajectory=Trajectory(
