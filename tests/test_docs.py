@@ -10,7 +10,8 @@ What is checked, and how to mark a block (docs/development.md, "The docs check")
   continuations, comments and heredoc bodies dropped, split at ``|``, ``&&``, ``||``, ``;`` and
   ``&``, and each simple command whose program is ``pgs`` (or ``.venv/bin/pgs``) is parsed by
   :func:`agent.cli.build_parser`, without running it: a renamed flag or command fails here,
-  naming the page, the line and the command;
+  naming the page, the line and the command. In a ``console`` block, a ``pgs: error:`` line
+  right after a command says the parser refuses it, with exactly that line;
 - ``<!-- runnable -->`` on the line before the fence runs the block with ``bash -e`` in an empty
   temporary folder holding a copy of ``tests/data``, ``pgs`` (and ``.venv/bin/pgs``) on PATH being
   this checkout's code, no model key in the environment: it must exit 0.
@@ -101,10 +102,10 @@ def shell_blocks() -> list[Block]:
     return [b for page in PAGES for b in blocks(page) if b.lang in SHELLS]
 
 
-def logical_lines(block: Block) -> list[tuple[int, str]]:
-    """``(line number, text)`` of each command line: continuations joined, heredoc bodies and
-    (in console blocks) output lines left out."""
-    out: list[tuple[int, str]] = []
+def logical_lines(block: Block) -> list[tuple[int, str, list[str]]]:
+    """``(line number, text, output)`` of each command line: continuations joined, heredoc
+    bodies left out; in console blocks, ``output`` is the lines shown after the command."""
+    out: list[tuple[int, str, list[str]]] = []
     pending = ""
     start = 0
     terminator = None
@@ -118,6 +119,8 @@ def logical_lines(block: Block) -> list[tuple[int, str]]:
             start = number
             if block.lang == "console":
                 if not text.startswith("$ "):
+                    if out:
+                        out[-1][2].append(text)
                     continue
                 text = text[2:]
         if text.rstrip().endswith("\\"):
@@ -128,7 +131,7 @@ def logical_lines(block: Block) -> list[tuple[int, str]]:
         heredoc = HEREDOC.search(whole)
         if heredoc:
             terminator = heredoc.group(2)
-        out.append((start, whole))
+        out.append((start, whole, []))
     return out
 
 
@@ -160,19 +163,24 @@ def simple_commands(text: str) -> list[list[str]]:
 class Command:
     where: str
     argv: tuple[str, ...]
+    #: In a console block, a ``pgs: error:`` line shown after the command: the parser must
+    #: refuse it with that line.
+    error: str | None = None
 
 
 def pgs_commands() -> list[Command]:
     found = []
     for block in shell_blocks():
-        for number, text in logical_lines(block):
+        for number, text, output in logical_lines(block):
             try:
                 commands = simple_commands(text)
             except ValueError as e:  # an unclosed quote
                 raise AssertionError(f"{rel(block.page)}:{number}: {e}: {text}") from e
+            shown = output[0] if output and output[0].startswith("pgs: error: ") else None
             for words in commands:
                 if words[0] == "pgs" or words[0].endswith("/pgs"):
-                    found.append(Command(f"{rel(block.page)}:{number}", tuple(words[1:])))
+                    where = f"{rel(block.page)}:{number}"
+                    found.append(Command(where, tuple(words[1:]), shown))
     return found
 
 
@@ -189,12 +197,19 @@ def test_the_docs_hold_pgs_commands() -> None:
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.where for c in COMMANDS])
 def test_every_pgs_command_parses(command: Command) -> None:
     said = io.StringIO()
+    shown = f"{command.where}: pgs {shlex.join(command.argv)}"
     try:
         with contextlib.redirect_stderr(said), contextlib.redirect_stdout(io.StringIO()):
             build_parser().parse_args(list(command.argv))
     except SystemExit as e:
-        if e.code not in (0, None):  # 0: --help or --version
-            pytest.fail(f"{command.where}: pgs {shlex.join(command.argv)}\n{said.getvalue()}")
+        if command.error:  # the page shows the error: the parser must say just that
+            assert e.code == 2 and command.error in said.getvalue().splitlines(), (
+                f"{shown}\nthe page shows: {command.error}\npgs says: {said.getvalue()}"
+            )
+        elif e.code not in (0, None):  # 0: --help or --version
+            pytest.fail(f"{shown}\n{said.getvalue()}")
+    else:
+        assert command.error is None, f"{shown}\nparses, but the page shows: {command.error}"
 
 
 def runnable(kind: str) -> list[Block]:

@@ -1,5 +1,6 @@
 """The local sandbox's boundary with the host: its environment and its copies (envs/local.py).
-The local sandbox isolates nothing else (README); these are the parts it does keep apart."""
+The local sandbox isolates nothing else (docs/environments.md); these are the parts it does keep
+apart."""
 
 from __future__ import annotations
 
