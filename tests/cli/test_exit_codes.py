@@ -1,5 +1,5 @@
-"""``pgs run``'s exit codes as the README lists them, and the work a failed run keeps: 0 the run
-submitted, 1 it ended with another exit status (an error inside the run included: one
+"""``pgs run``'s exit codes as docs/running.md lists them, and the work a failed run keeps: 0 the
+run submitted, 1 it ended with another exit status (an error inside the run included: one
 ``pgs: error:`` line, the ``.traj``, ``.patch`` and ``.pred`` written with the diff so far), 2 a
 mistake in the command (an output folder pgs cannot write, refused before any Docker work), 3
 the machine failed (Docker unreachable, an image build failed, the disk full while writing), 130
