@@ -25,7 +25,7 @@ from agent.core.loop import AgentConfig
 from agent.core.prompts import config_only
 from agent.core.tools import Toolset
 from agent.errors import ConfigError
-from agent.models import ModelConfig
+from agent.models import ModelConfig, model_kind
 from agent.pgs.reviewer import PGSConfig
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
@@ -281,6 +281,8 @@ def describe_config_errors(
         else:
             got = item.get("input")
             shown = f", got {got!r}"[:80] if isinstance(got, str | int | float | bool) else ""
+            if isinstance(got, str) and got and got in item["msg"]:
+                shown = ""  # the message names the value already
             named = where.startswith("--") and len(loc) == 2  # a flag names its key itself
             problem = f"{item['msg']}{shown}" if named else f"{key}: {item['msg']}{shown}"
         by_source.setdefault(where, []).append(problem)
@@ -387,14 +389,20 @@ def _yaml_where(error: yaml.YAMLError) -> str:
 
 
 def dump(config: RunConfig) -> dict[str, Any]:
+    """``config`` as plain data, with the values that decided the run wherever they came from:
+    the base URL an OpenAI-compatible model was reached at, when it came from
+    ``OPENAI_BASE_URL`` (a ``.env`` file) or the default, so that ``--config`` of the saved
+    file reaches the same server elsewhere. (The key's variable is ``model.api_key_env``.)"""
     data: dict[str, Any] = json.loads(config.model_dump_json())
+    if config.model.base_url is None and model_kind(config.model) == "openai":
+        data["model"]["base_url"] = config.model.resolved_base_url()
     return data
 
 
 def config_yaml(config: RunConfig) -> str:
-    """The resolved configuration as YAML, every section with the values used (the file and the
-    flags merged); ``--config`` takes it back. Keys are never in it: only the name of the
-    variable that holds one (``model.api_key_env``)."""
+    """The resolved configuration as YAML, every section with the values used (the file, the
+    flags and the environment merged: :func:`dump`); ``--config`` takes it back. Keys are
+    never in it: only the name of the variable that holds one (``model.api_key_env``)."""
     text: str = yaml.dump(dump(config), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
     return "# the resolved configuration of a pgs run: pass it to --config to run it again\n" + text
 
