@@ -103,6 +103,7 @@ __all__ = [
     "Unreachable",
     "check_endpoint",
     "check_priced",
+    "family_provider",
     "get_model",
     "get_model_class",
     "inferred_provider",
@@ -207,10 +208,17 @@ def inferred_provider(name: str) -> str | None:
     (a model of one's own server)."""
     if "/" in name or _OPENAI_NAME.match(name):
         return None
-    provider = _litellm_provider(name)
-    if provider is None:
-        provider = next((p for f, p in BARE_NAME_FAMILIES.items() if name.startswith(f)), None)
+    provider = _litellm_provider(name) or family_provider(name)
     return None if provider in (None, "openai", "text-completion-openai") else provider
+
+
+def family_provider(name: str) -> str | None:
+    """The provider of a name's family (`BARE_NAME_FAMILIES`), or None. A versioned cloud id
+    (Bedrock's `claude-...-v1:0`, Vertex's `claude-...@2024...`) is no family's: litellm
+    places those it knows itself."""
+    if ":" in name or "@" in name:
+        return None
+    return next((p for f, p in BARE_NAME_FAMILIES.items() if name.startswith(f)), None)
 
 
 def _litellm_provider(name: str) -> str | None:
@@ -219,7 +227,10 @@ def _litellm_provider(name: str) -> str | None:
     if not litellm_installed():
         return None
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetched at import
-    import litellm
+    try:
+        import litellm
+    except ImportError:  # a broken install: as if absent
+        return None
 
     litellm.suppress_debug_info = True  # else a failed lookup prints litellm's provider list
     try:

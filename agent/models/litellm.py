@@ -80,6 +80,9 @@ class LiteLLMModel(OpenAIModel):
                 litellm.validate_environment(config.name).get("keys_in_environment")
             )
 
+    def _check_key(self) -> None:
+        """The provider's key is litellm's to find (`preflight` said whether it is set)."""
+
     def _create(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         kwargs = self._request(messages, tools)
         kwargs.update(timeout=self.config.timeout, num_retries=0, max_retries=0)

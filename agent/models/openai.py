@@ -160,7 +160,6 @@ class OpenAIModel:
     def __init__(self, config: ModelConfig, global_stats: GlobalStats | None = None) -> None:
         self._init_accounting(config, global_stats, config.resolved_base_url())
         key = os.environ.get(config.api_key_env)
-        _require_key(config, self.base_url, key)
         self._headers = _auth_headers(key)
         self._client = openai.OpenAI(
             api_key=key or _UNSENT,
@@ -218,6 +217,7 @@ class OpenAIModel:
     ) -> ModelResponse:
         """Ask the model once (retrying transient failures); update stats; return its answer."""
         check_limits(self.config, self.stats, self.global_stats)
+        self._check_key()
         try:
             response = self._retrying()(self._attempt, messages, tools)
         except openai.OpenAIError as exc:
@@ -230,6 +230,10 @@ class OpenAIModel:
             ) from None
         record_usage(self.stats, self.global_stats, response)
         return response
+
+    def _check_key(self) -> None:
+        """Nothing is sent without a key where one is always needed (`_require_key`)."""
+        _require_key(self.config, self.base_url, os.environ.get(self.config.api_key_env))
 
     def _retrying(self) -> Retrying:
         return Retrying(

@@ -27,6 +27,7 @@ from agent.core.tools import Toolset
 from agent.errors import ConfigError
 from agent.models import ModelConfig, model_kind
 from agent.pgs.reviewer import PGSConfig
+from agent.run.foreign import foreign_hint
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError
@@ -260,8 +261,12 @@ def describe_config_errors(
     """One line for all the problems of a run's configuration, each named by where it was set
     (the file, or the flag) and its key: ``a.yaml: unknown key model.nmae (did you mean
     model.name?)``, ``--agent.step-limit: Input should be greater than or equal to 0, got -5``.
-    A key missing because a close one is misspelled is not named twice."""
+    Another tool's keys are told by what pgs calls them (:func:`agent.run.foreign.foreign_hint`):
+    ``mini.yaml: this looks like a mini-swe-agent config: model.model_name is pgs's
+    model.name``. A key missing because a close one is misspelled, or given under another
+    tool's name, is not named twice."""
     by_source: dict[str, list[str]] = {}  # "" for the defaults
+    foreign_tool: dict[str, str] = {}  # a source that looks like another tool's config
     meant: set[tuple[str, ...]] = set()
     missing: list[tuple[str, ...]] = []
     for item in error.errors():
@@ -272,8 +277,16 @@ def describe_config_errors(
             continue
         where = _set_by(loc, files, overrides)
         if item["type"] == "extra_forbidden":
+            source = next((d for path, d in reversed(files) if str(path) == where), data)
+            foreign = foreign_hint(loc, source)
             names = list((_model_at(loc[:-1], data) or BaseModel).model_fields)
             close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
+            if foreign is not None:  # another tool's key: what pgs calls it (agent/run/foreign.py)
+                tool, told, targets = foreign
+                foreign_tool.setdefault(where, tool)
+                meant.update(targets)
+                by_source.setdefault(where, []).extend(told)
+                continue
             hint = f" (did you mean {'.'.join((*loc[:-1], close[0]))}?)" if close else ""
             if close:
                 meant.add((*loc[:-1], close[0]))
@@ -287,16 +300,19 @@ def describe_config_errors(
             problem = f"{item['msg']}{shown}" if named else f"{key}: {item['msg']}{shown}"
         by_source.setdefault(where, []).append(problem)
     for loc in missing:
-        if any(loc[: len(m)] == m for m in meant):
+        if any(loc[: len(m)] == m or m[: len(loc)] == loc for m in meant):
             continue  # `nmae:` already told
         key = ".".join(loc)
         by_source.setdefault("", []).append(
             NO_MODEL if key in ("model", "model.name") else f"{key}: missing"
         )
-    return "; ".join(
-        f"{where}: {'; '.join(told)}" if where else "; ".join(told)
-        for where, told in by_source.items()
-    )
+    lines = []
+    for where, told in by_source.items():
+        text = "; ".join(told)
+        if where in foreign_tool:
+            text = f"this looks like a {foreign_tool[where]} config: {text}"
+        lines.append(f"{where}: {text}" if where else text)
+    return "; ".join(lines)
 
 
 def _set_by(
