@@ -408,10 +408,16 @@ def dump(config: RunConfig) -> dict[str, Any]:
     """``config`` as plain data, with the values that decided the run wherever they came from:
     the base URL an OpenAI-compatible model was reached at, when it came from
     ``OPENAI_BASE_URL`` (a ``.env`` file) or the default, so that ``--config`` of the saved
-    file reaches the same server elsewhere. (The key's variable is ``model.api_key_env``.)"""
+    file reaches the same server elsewhere. The key's variable is ``model.api_key_env``,
+    left out for a litellm provider whose own variable was read."""
     data: dict[str, Any] = json.loads(config.model_dump_json())
-    if config.model.base_url is None and model_kind(config.model) == "openai":
+    kind = model_kind(config.model)
+    if config.model.base_url is None and kind == "openai":
         data["model"]["base_url"] = config.model.resolved_base_url()
+    if kind == "litellm" and "api_key_env" not in config.model.model_fields_set:
+        # litellm read the provider's own variable (ANTHROPIC_API_KEY, ...): so must a rerun,
+        # which a saved api_key_env: OPENAI_API_KEY would send to Anthropic instead.
+        del data["model"]["api_key_env"]
     return data
 
 

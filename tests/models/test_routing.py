@@ -134,3 +134,14 @@ def test_a_claude_model_without_litellm_says_what_to_install(tmp_path: Path) -> 
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert "needs litellm, an optional extra: pip install 'pgs-agent[litellm]'" in line
+
+
+def test_a_saved_claude_config_reads_anthropics_variable_again(tmp_path: Path) -> None:
+    from agent.run.config import config_yaml, load_config
+
+    saved = tmp_path / "claude.config.yaml"
+    saved.write_text(config_yaml(load_config(None, {"model": {"name": "claude-sonnet-4-5"}})))
+    again = load_config([saved], {})
+    # No api_key_env: OPENAI_API_KEY written back would send OpenAI's key to Anthropic.
+    assert "api_key_env" not in again.model.model_fields_set
+    assert again.model.base_url is None and model_kind(again.model) == "litellm"
