@@ -16,7 +16,7 @@ from agent.errors import INFRASTRUCTURE, INTERRUPTED, USER_ERROR, print_error
 from agent.run.attempts import add_attempts_flags, attempts_config
 from agent.run.config import add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable, default_output_dir
-from agent.run.reviewer import check_prices
+from agent.run.reviewer import check_models
 from agent.swebench import (
     Environments,
     InstanceError,
@@ -99,7 +99,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     )
     if not chosen:
         raise InstanceError("no instance left after --filter / --slice")
-    check_prices(config)  # before any image work
+    check_models(config)  # before any image work
     output_dir = args.output_dir or default_output_dir(config.model.name)
     check_writable(output_dir)  # before any image work
     envs = Environments(

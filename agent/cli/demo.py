@@ -14,7 +14,7 @@ from rich.console import Console
 from agent.cli.run import add_view_flags, run_with_progress
 from agent.errors import InputError
 from agent.run.config import load_config
-from agent.run.reviewer import check_prices
+from agent.run.reviewer import check_models
 from agent.run.task import load_issue
 from envs import scratch
 
@@ -89,7 +89,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             err.print(f"no OPENAI_API_KEY: replaying a recorded session through {server.url}")
         try:
             config = load_config(None, overrides)
-            check_prices(config)  # before the image is built
+            check_models(config)  # before the image is built
             # The demo's folder is the demo's own: each demo replaces the last one's results.
             result = run_with_progress(
                 task, config, args.output_dir, overwrite=True, quiet=args.quiet

@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 
 from agent.cli.run import run_with_progress, setup_spec
-from agent.errors import USER_ERRORS, GitHubError, InputError, RunFailed, Skipped
+from agent.errors import USER_ERRORS, GitHubError, InputError, ModelError, RunFailed, Skipped
 from agent.github.action import (
     DEFAULT_LABEL,
     DEFAULT_TRIGGER,
@@ -32,6 +32,7 @@ from agent.github.client import GitHub, api_url, web_host
 from agent.github.pr import GitHubConfig, github_task
 from agent.run.config import add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable, default_output_dir
+from agent.run.reviewer import check_models
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
@@ -158,6 +159,7 @@ def cmd_github(args: argparse.Namespace) -> int:
     err.print(f"pgs: working on {trigger.ref} ({trigger.reason}); {which}")
     url = f"https://{web_host(api_url())}/{trigger.ref.full_name}/issues/{trigger.ref.number}"
     try:
+        check_models(config)  # the model's price, URL and key, before the clone
         task, sender = github_task(
             url,
             github,
@@ -169,7 +171,7 @@ def cmd_github(args: argparse.Namespace) -> int:
         )
     except GitHubError:  # GitHub or the token refused: nothing can be said on the issue
         raise
-    except InputError as e:  # the token works: whoever asked learns why nothing starts
+    except (InputError, ModelError) as e:  # whoever asked learns why nothing starts
         post_notice(GitHub.from_env(), trigger.ref, f"could not start on this issue: {e}")
         step_summary(f"pgs-agent could not start on {trigger.ref}: {e}")
         raise

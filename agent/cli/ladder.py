@@ -62,7 +62,7 @@ from agent.record.pgs import FeedbackMode
 from agent.record.trajectory import RunRecord
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_output_dir, default_output_dir, output_paths
-from agent.run.reviewer import check_prices
+from agent.run.reviewer import check_models
 from agent.run.run_task import run_task
 from agent.run.task import load_issue
 from agent.swebench import load_instances, parse_python_map, select
@@ -243,7 +243,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     check_config(config, rows)
     if args.workers < 1:
         raise InputError("--workers must be at least 1")
-    check_prices(config)  # before any row starts
+    check_models(config)  # before any row starts
     output_dir = args.output_dir or default_output_dir(f"ladder-{config.model.name}")
     if not args.redo:
         for row in rows:

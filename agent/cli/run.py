@@ -45,7 +45,7 @@ from agent.run.outputs import (
     output_paths,
     usage,
 )
-from agent.run.reviewer import check_prices
+from agent.run.reviewer import check_endpoints, check_models, check_prices
 from agent.run.runlog import RunLog
 from agent.run.task import Task, check_repo, load_issue
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
@@ -226,6 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             allow_dirty=args.allow_dirty,
             image_spec=image_spec,
         )
+        check_endpoints(config)  # after the issue is read and cloned, before any image work
         hooks.append(pr_hook)
         repo = task.repo
     else:
@@ -233,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pr_hook = None
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
         task = load_issue(args.issue, repo)
-        check_prices(config)  # before any image or sandbox work
+        check_models(config)  # before any image or sandbox work
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
     result = run_with_progress(

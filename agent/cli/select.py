@@ -20,7 +20,7 @@ from agent.pgs.runner import CheckSettings
 from agent.record.selection import InstanceSelection
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable
-from agent.run.reviewer import check_prices
+from agent.run.reviewer import check_models
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
 from agent.swebench.selection.candidates import read_candidates
 from agent.swebench.selection.properties import check_tester_config
@@ -95,7 +95,7 @@ def tester_config(args: argparse.Namespace) -> RunConfig | None:
         return None
     config = load_config(args.config, overrides)
     check_tester_config(config)
-    check_prices(config)
+    check_models(config)
     return config
 
 

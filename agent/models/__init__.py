@@ -8,9 +8,16 @@ A `Model` answers `query(messages, tools)` with a `ModelResponse` and keeps `Mod
 - otherwise `config.name`: `human` (`HumanModel`, replies typed on stdin), `replay`
   (`ReplayModel`, answers from `config.script` in-process), a name whose prefix is one of
   litellm's providers (`LITELLM_PREFIXES`: `anthropic/claude-...`, `gemini/...`) `LiteLLMModel`
-  (the optional extra `pgs-agent[litellm]`), anything else `OpenAIModel` (any OpenAI-compatible
-  server: OpenAI, vLLM, llama.cpp, the scripted server in `agent.models.script_server`; `openai/...`
-  names too).
+  (the optional extra `pgs-agent[litellm]`), and so is a name without a prefix that litellm
+  sends to another provider than OpenAI (`claude-sonnet-4-5` is Anthropic's:
+  `inferred_provider`) unless a base URL is given (`--base-url`, `OPENAI_BASE_URL`: a server
+  of one's own, whatever its models are called); anything else `OpenAIModel` (any
+  OpenAI-compatible server: OpenAI, vLLM, llama.cpp, the scripted server in
+  `agent.models.script_server`; `openai/...` names too).
+
+Before a run: `check_priced` (no network) and `check_endpoint` (the model class's
+`preflight`: one short request that the server answers and takes the key, so that a wrong
+URL or key is one line before any image or sandbox work).
 
 Prices: a class that bills per token says so (`needs_price = True`); it refuses to start
 without a price while a cost limit is on (`UnknownPrice`), and `check_priced` says so before a
@@ -27,6 +34,8 @@ sentence that says what to fix.
 from __future__ import annotations
 
 import importlib
+import os
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -92,9 +101,12 @@ __all__ = [
     "ToolCall",
     "UnknownPrice",
     "Unreachable",
+    "check_endpoint",
     "check_priced",
+    "family_provider",
     "get_model",
     "get_model_class",
+    "inferred_provider",
     "model_kind",
     "require_price",
 ]
@@ -175,7 +187,68 @@ def model_kind(config: ModelConfig) -> str:
     prefix, slash, _ = config.name.partition("/")
     if slash and prefix in LITELLM_PREFIXES:
         return "litellm"
+    own_server = config.base_url or os.environ.get("OPENAI_BASE_URL")
+    if not slash and not own_server and inferred_provider(config.name) is not None:
+        return "litellm"
     return DEFAULT_MODEL_CLASS
+
+
+#: Name families litellm sends to a provider other than OpenAI, for names it does not list
+#: (a newer or older model) and where litellm is not installed: as litellm routes the
+#: names of these families it does list (tests/models/test_routing.py checks it).
+BARE_NAME_FAMILIES: dict[str, str] = {"claude-": "anthropic", "gemini-": "vertex_ai"}
+
+_OPENAI_NAME = re.compile(r"^(gpt-|o\d|chatgpt-|text-|davinci|babbage|computer-use)")
+
+
+def inferred_provider(name: str) -> str | None:
+    """The provider a model name without a provider prefix goes to when it is not OpenAI's
+    API, as litellm decides it (`litellm.get_llm_provider`, when litellm is installed), else
+    by its family (`BARE_NAME_FAMILIES`); None: an OpenAI name, or one litellm does not know
+    (a model of one's own server)."""
+    if "/" in name or _OPENAI_NAME.match(name):
+        return None
+    provider = _litellm_provider(name) or family_provider(name)
+    return None if provider in (None, "openai", "text-completion-openai") else provider
+
+
+def family_provider(name: str) -> str | None:
+    """The provider of a name's family (`BARE_NAME_FAMILIES`), or None. A versioned cloud id
+    (Bedrock's `claude-...-v1:0`, Vertex's `claude-...@2024...`) is no family's: litellm
+    places those it knows itself."""
+    if ":" in name or "@" in name:
+        return None
+    return next((p for f, p in BARE_NAME_FAMILIES.items() if name.startswith(f)), None)
+
+
+def _litellm_provider(name: str) -> str | None:
+    from agent.models.prices import litellm_installed
+
+    if not litellm_installed():
+        return None
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetched at import
+    try:
+        import litellm
+    except ImportError:  # a broken install: as if absent
+        return None
+
+    litellm.suppress_debug_info = True  # else a failed lookup prints litellm's provider list
+    try:
+        found: str = litellm.get_llm_provider(name)[1]
+    except Exception:  # litellm's BadRequestError: a name it cannot place
+        return None
+    return found
+
+
+def check_endpoint(config: ModelConfig, *, who: str = "model") -> None:
+    """Before any image or sandbox work: the model's server answers and takes the key (the
+    class's `preflight`, when it has one and `config.check_endpoint` is on), else one line
+    naming the URL, the key's variable and the fix (AuthenticationFailed, Unreachable)."""
+    if not config.check_endpoint:
+        return
+    preflight = getattr(get_model_class(config), "preflight", None)
+    if preflight is not None:
+        preflight(config, who=who)
 
 
 def check_priced(config: ModelConfig, *, who: str = "model") -> Pricing | None:

@@ -32,9 +32,10 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from agent.errors import CostLimitExceeded, UnknownPrice
 from agent.models.prices import LITELLM_MISSING, litellm_installed, litellm_price
@@ -42,8 +43,8 @@ from agent.record.trajectory import ModelStats
 
 __all__ = [
     "DEFAULT_PRICES",
-    "DUMMY_API_KEY",
     "OPENAI_DEFAULT_BASE_URL",
+    "BaseURL",
     "GlobalStats",
     "Model",
     "ModelConfig",
@@ -54,6 +55,7 @@ __all__ = [
     "RetryConfig",
     "ToolCall",
     "check_limits",
+    "check_url",
     "is_context_overflow",
     "is_transient_status",
     "priced_stats",
@@ -62,8 +64,6 @@ __all__ = [
 ]
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-DUMMY_API_KEY = "sk-none"
-"""Sent when the key variable is unset: local servers accept any key, OpenAI answers 401."""
 
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     # USD per 1M tokens (input, output), OpenAI list prices as of 2025; override in config.
@@ -97,6 +97,30 @@ class RetryConfig(BaseModel):
     )
 
 
+_SCHEME = re.compile(r"^https?://[^/\s]", re.IGNORECASE)
+
+
+def check_url(url: str) -> None:
+    """Raise ValueError, saying what to write, for a base URL that is not http(s)://HOST...
+    (`localhost:8000` → `http://localhost:8000`: httpx would take `localhost` for a scheme)."""
+    if not _SCHEME.match(url.strip()):
+        bare = re.sub(r"^[A-Za-z][A-Za-z0-9+.-]*://", "", url.strip()).lstrip("/")
+        raise ValueError(
+            f"{url!r} has no http:// or https:// scheme: write http://{bare} (or https://{bare})"
+        )
+
+
+def _checked_url(value: str) -> str:
+    try:
+        check_url(value)
+    except ValueError as exc:  # a custom error: pydantic would prefix "Value error, "
+        raise PydanticCustomError("url_scheme", str(exc)) from None
+    return value
+
+
+#: A base URL, refused at parse time without its scheme (`check_url`).
+BaseURL = Annotated[str, AfterValidator(_checked_url)]
+
 _MODEL_CLASS = re.compile(r"^\w+$|^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 
 
@@ -110,13 +134,22 @@ class ModelConfig(BaseModel):
         "in-process from model.script; provider/model (anthropic/claude-sonnet-4-5) goes "
         "through litellm."
     )
-    base_url: str | None = Field(
-        default=None, description="Server base URL; None → $OPENAI_BASE_URL → the OpenAI API."
+    base_url: BaseURL | None = Field(
+        default=None,
+        description="Server base URL with its scheme (http://localhost:8000/v1); None → "
+        "$OPENAI_BASE_URL → the OpenAI API. The saved config records the URL used.",
     )
     api_key_env: str = Field(
         default="OPENAI_API_KEY",
         description="Name of the environment variable holding the key (the key is never "
-        f"stored); unset → the dummy key {DUMMY_API_KEY!r}, which local servers accept.",
+        "stored); unset: no key is sent (local servers need none), and the OpenAI API or a "
+        "provider's own is refused before the run starts.",
+    )
+    check_endpoint: bool = Field(
+        default=True,
+        description="Before any image or sandbox work, ask the server whether it answers and "
+        "takes the key (GET /models, one try of a few seconds; a 404 counts as reachable). "
+        "false: skip it, for a server that comes up later.",
     )
     temperature: float | None = Field(default=0.0, description="None → not sent (server default).")
     top_p: float | None = Field(default=None, description="None → not sent.")
@@ -170,6 +203,12 @@ class ModelConfig(BaseModel):
         return (
             self.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_DEFAULT_BASE_URL
         ).rstrip("/")
+
+    def base_url_source(self) -> str:
+        """Where `resolved_base_url` comes from, as a user would change it."""
+        if self.base_url:
+            return "--base-url"
+        return "OPENAI_BASE_URL" if os.environ.get("OPENAI_BASE_URL") else "the default"
 
     def price(self) -> tuple[float, float] | None:
         """(input, output) USD per 1M tokens for this model, or None when unknown."""

@@ -11,6 +11,15 @@ ours and counted. The cost of an answer is its reported tokens at the model's pr
 (`UnknownPrice`). The API key is read from the environment variable named by
 `ModelConfig.api_key_env` at call time and never stored in the config, a trajectory, a log
 record or an exception message.
+
+No placeholder key is ever sent: with the variable unset, requests carry no `Authorization`
+header (vLLM, llama.cpp, Ollama and the scripted server need none), and the OpenAI API itself
+(`KEY_REQUIRED_HOSTS`) is refused before the first request. `OpenAIModel.preflight` (run by
+`agent.models.check_endpoint` before any image or sandbox work) asks `GET {base_url}/models`
+once, with a short timeout: connection refused, a name that does not resolve or no answer is
+`Unreachable` ("is the server running at URL?"), 401/403 `AuthenticationFailed` ("set
+OPENAI_API_KEY ..."); any other answer, a 404 of a server without `/models` included, counts
+as reachable.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import urllib.parse
 from typing import Any, ClassVar
 
 import openai  # the package: absolute imports, this module is agent.models.openai
@@ -28,6 +38,7 @@ from agent.errors import (
     AuthenticationFailed,
     BadRequest,
     ContextWindowExceeded,
+    InputError,
     MalformedResponse,
     ModelError,
     ModelNotFound,
@@ -36,13 +47,13 @@ from agent.errors import (
     Unreachable,
 )
 from agent.models.base import (
-    DUMMY_API_KEY,
     GlobalStats,
     ModelConfig,
     ModelResponse,
     Pricing,
     ToolCall,
     check_limits,
+    check_url,
     is_context_overflow,
     is_transient_status,
     priced_stats,
@@ -50,9 +61,67 @@ from agent.models.base import (
     require_price,
 )
 
-__all__ = ["OpenAIModel"]
+__all__ = ["KEY_REQUIRED_HOSTS", "PREFLIGHT_TIMEOUT", "OpenAIModel", "probe"]
 
 logger = logging.getLogger(__name__)
+
+#: Hosts that always need a key: a request without one is refused before it is sent.
+KEY_REQUIRED_HOSTS = frozenset({"api.openai.com"})
+#: Seconds the pre-run request may take (one try: it only asks whether the server is there).
+PREFLIGHT_TIMEOUT = 10.0
+#: What the client is constructed with when no key is set: it wants one, but every request
+#: omits the Authorization header (`_auth_headers`), so this is never sent.
+_UNSENT = "unset"
+
+
+def _auth_headers(key: str | None) -> dict[str, Any]:
+    """Per-request headers: none with a key; without one, the Authorization header omitted."""
+    return {} if key else {"Authorization": openai.Omit()}
+
+
+def _host(url: str) -> str:
+    return urllib.parse.urlsplit(url).hostname or ""
+
+
+def _connection_reason(exc: BaseException) -> str:
+    """Why a connection failed, in a few words (httpx's cause, read for its errno text)."""
+    text = f"{exc} {exc.__cause__ or ''}"
+    if re.search(r"Name or service not known|nodename nor servname|getaddrinfo|No address", text):
+        return "the host name does not resolve"
+    if "refused" in text.lower():
+        return "connection refused"
+    cause = exc.__cause__
+    first = str(cause).strip().splitlines()[0] if cause and str(cause).strip() else ""
+    return first[:120] or type(exc).__name__
+
+
+def probe(url: str, key: str | None, *, what: str, fix: str) -> int:
+    """`GET {url}/models` once (`PREFLIGHT_TIMEOUT`, no retries); the HTTP status of the
+    answer (200 included). No answer raises Unreachable, one line naming `url` and `fix`;
+    `what` names the server ("the model's server")."""
+    client = openai.OpenAI(
+        api_key=key or _UNSENT, base_url=url, timeout=PREFLIGHT_TIMEOUT, max_retries=0
+    )
+    try:
+        client.models.list(extra_headers=_auth_headers(key))
+    except openai.APITimeoutError:
+        raise Unreachable(
+            f"no answer from {what} at {url} within {PREFLIGHT_TIMEOUT:g}s: is the server "
+            f"running at {url}? {fix}"
+        ) from None
+    except openai.APIConnectionError as exc:
+        raise Unreachable(
+            f"cannot reach {what} at {url} ({_connection_reason(exc)}): is the server running "
+            f"at {url}? {fix}"
+        ) from None
+    except openai.APIStatusError as exc:
+        return exc.status_code
+    except (ValueError, TypeError, openai.OpenAIError):  # an answer, if not a model list
+        return 200
+    finally:
+        client.close()
+    return 200
+
 
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)")
 
@@ -90,12 +159,42 @@ class OpenAIModel:
 
     def __init__(self, config: ModelConfig, global_stats: GlobalStats | None = None) -> None:
         self._init_accounting(config, global_stats, config.resolved_base_url())
+        key = os.environ.get(config.api_key_env)
+        self._headers = _auth_headers(key)
         self._client = openai.OpenAI(
-            api_key=os.environ.get(config.api_key_env) or DUMMY_API_KEY,
+            api_key=key or _UNSENT,
             base_url=self.base_url,
             timeout=config.timeout,
             max_retries=0,  # retries are ours (tenacity), so they are counted and logged
         )
+
+    @classmethod
+    def preflight(cls, config: ModelConfig, *, who: str = "model") -> None:
+        """Before any image or sandbox work: the server at the base URL answers (`probe`)
+        and does not refuse the key; else AuthenticationFailed or Unreachable, one line that
+        names the URL, the key's variable and the fix. A bad `OPENAI_BASE_URL` is an
+        InputError."""
+        url = config.resolved_base_url()
+        source = config.base_url_source()
+        try:
+            check_url(url)
+        except ValueError as exc:
+            raise InputError(f"{source}: {exc}") from None
+        key = os.environ.get(config.api_key_env)
+        _require_key(config, url, key, who=who)
+        if source == "the default":
+            fix = "check the network, or pass --base-url for a server of your own"
+        else:
+            fix = f"start it, or fix {source}"
+        what = "the model's server" if who == "model" else f"the {who}'s server"
+        status = probe(url, key, what=what, fix=fix)
+        if status in (401, 403):
+            var = config.api_key_env
+            unset = "" if key else " (it is unset: no key was sent)"
+            raise AuthenticationFailed(
+                f"{url} refused the API key of {var}{unset} (HTTP {status}): set {var} to a "
+                f"valid key for this server"
+            )
 
     def _init_accounting(
         self, config: ModelConfig, global_stats: GlobalStats | None, base_url: str
@@ -118,6 +217,7 @@ class OpenAIModel:
     ) -> ModelResponse:
         """Ask the model once (retrying transient failures); update stats; return its answer."""
         check_limits(self.config, self.stats, self.global_stats)
+        self._check_key()
         try:
             response = self._retrying()(self._attempt, messages, tools)
         except openai.OpenAIError as exc:
@@ -130,6 +230,10 @@ class OpenAIModel:
             ) from None
         record_usage(self.stats, self.global_stats, response)
         return response
+
+    def _check_key(self) -> None:
+        """Nothing is sent without a key where one is always needed (`_require_key`)."""
+        _require_key(self.config, self.base_url, os.environ.get(self.config.api_key_env))
 
     def _retrying(self) -> Retrying:
         return Retrying(
@@ -181,7 +285,7 @@ class OpenAIModel:
 
     def _create(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Any:
         kwargs = self._request(messages, tools)
-        return self._client.chat.completions.create(**kwargs)
+        return self._client.chat.completions.create(**kwargs, extra_headers=self._headers)
 
     def _request(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -290,12 +394,25 @@ class OpenAIModel:
     def _served_hint(self) -> str:
         """Name the served models when the server can list them (one short request)."""
         try:
-            served = [m.id for m in self._client.models.list(timeout=5.0)]
+            listed = self._client.models.list(timeout=5.0, extra_headers=self._headers)
+            served = [m.id for m in listed]
         except openai.OpenAIError:
             served = []
         if served:
             return "pass one of the served models with --model: " + ", ".join(served[:10])
         return f"list the served models with `curl {self.base_url}/models`"
+
+
+def _require_key(config: ModelConfig, url: str, key: str | None, *, who: str = "model") -> None:
+    """AuthenticationFailed, before any request, when `url` is one that always needs a key
+    (`KEY_REQUIRED_HOSTS`) and none is set: nothing else would be sent but a refused request."""
+    if key or _host(url) not in KEY_REQUIRED_HOSTS:
+        return
+    whose = "" if who == "model" else f" for the {who}"
+    raise AuthenticationFailed(
+        f"no API key{whose} for {url}: set {config.api_key_env} to your OpenAI key (or pass "
+        "--base-url for a server of your own, which needs none)"
+    )
 
 
 def _token_count(value: Any) -> int:

@@ -56,6 +56,7 @@ from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.errors import CheckNotRun, ModelError
 from agent.models import Model
+from agent.models.base import BaseURL
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.coverage import check_not_run
@@ -72,7 +73,7 @@ from agent.pgs.related import changed_files, is_test_file, related_tests
 from agent.pgs.runner import CheckSettings, install_plugin, pytest_command, run_pytest
 from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
-from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName
+from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName, first_time
 from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
 from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import (
@@ -137,7 +138,7 @@ class PGSConfig(BaseModel):
     tester_model: str | None = Field(
         default=None, description="the Tester's model (default: the Generator's)"
     )
-    tester_base_url: str | None = Field(
+    tester_base_url: BaseURL | None = Field(
         default=None, description="the Tester model's base URL (default: the Generator's)"
     )
     tokenizer: TokenizerName = Field(default="auto", description=TOKENIZER_HELP)
@@ -335,7 +336,9 @@ class PGS:
         self._sync()
 
     def _record_tokenizer(self, counter: TokenCounter) -> None:
-        """The counter in the record; once per run, a warning when only the regex rule is left."""
+        """The counter in the record; a warning when only the regex rule is left, once per
+        process (:func:`agent.pgs.tokens.first_time`: a batch's instances, the attempts and
+        the shared Tester of a run all count alike), on the terminal and in the log."""
         if not isinstance(counter, ChosenCounter):
             self.record.tokenizer = TokenizerRecord(setting="given", counter=counter.name)
             return
@@ -343,9 +346,8 @@ class PGS:
             setting=counter.setting, counter=counter.name, fallback=counter.fallback
         )
         warning = counter.warning()
-        if warning is not None:
+        if warning is not None and first_time(warning):
             logger.warning("%s", warning)
-            self.status(f"warning: {warning}")
 
     def seed_for(self, n: int) -> int | None:
         """The Hypothesis seed of the run's n-th check (None: derandomised): a function of the

@@ -25,7 +25,7 @@ as tiktoken itself loads them. A Hugging Face model name is only looked up on di
 
 :class:`ChosenCounter` is what :func:`get_counter` returns: the counter, the setting, and why
 a fallback to the simple rule happened (recorded in the trajectory's ``pgs.tokenizer``, and
-warned about once per run by :class:`agent.pgs.reviewer.PGS`).
+warned about once per process by :class:`agent.pgs.reviewer.PGS`, :func:`first_time`).
 
 The token-count rule of :class:`SimpleCounter`, the documented fallback: the number of matches
 of the regular expression ``\\w+|[^\\w\\s]`` — a run of letters, digits and underscores (an
@@ -367,6 +367,21 @@ class ChosenCounter:
             f"counting feedback tokens with the simple regex rule, not the model's tokenizer "
             f"({self.fallback}); see --pgs.tokenizer"
         )
+
+
+#: The warnings already given in this process (:func:`first_time`).
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def first_time(warning: str) -> bool:
+    """True the first time this process is given ``warning``: a batch's instances, a run's
+    attempts and its Tester all fall back alike, and one line says so."""
+    with _warned_lock:
+        if warning in _warned:
+            return False
+        _warned.add(warning)
+        return True
 
 
 _OPENAI_NAME = re.compile(r"^(gpt-|o\d|chatgpt-|text-embedding-)")

@@ -25,8 +25,9 @@ from agent.core.loop import AgentConfig
 from agent.core.prompts import config_only
 from agent.core.tools import Toolset
 from agent.errors import ConfigError
-from agent.models import ModelConfig
+from agent.models import ModelConfig, model_kind
 from agent.pgs.reviewer import PGSConfig
+from agent.run.foreign import foreign_hint
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import BUILTIN, SandboxConfig, SandboxTypeError
@@ -260,8 +261,12 @@ def describe_config_errors(
     """One line for all the problems of a run's configuration, each named by where it was set
     (the file, or the flag) and its key: ``a.yaml: unknown key model.nmae (did you mean
     model.name?)``, ``--agent.step-limit: Input should be greater than or equal to 0, got -5``.
-    A key missing because a close one is misspelled is not named twice."""
+    Another tool's keys are told by what pgs calls them (:func:`agent.run.foreign.foreign_hint`):
+    ``mini.yaml: this looks like a mini-swe-agent config: model.model_name is pgs's
+    model.name``. A key missing because a close one is misspelled, or given under another
+    tool's name, is not named twice."""
     by_source: dict[str, list[str]] = {}  # "" for the defaults
+    foreign_tool: dict[str, str] = {}  # a source that looks like another tool's config
     meant: set[tuple[str, ...]] = set()
     missing: list[tuple[str, ...]] = []
     for item in error.errors():
@@ -272,8 +277,16 @@ def describe_config_errors(
             continue
         where = _set_by(loc, files, overrides)
         if item["type"] == "extra_forbidden":
+            source = next((d for path, d in reversed(files) if str(path) == where), data)
+            foreign = foreign_hint(loc, source)
             names = list((_model_at(loc[:-1], data) or BaseModel).model_fields)
             close = difflib.get_close_matches(loc[-1], names, n=1, cutoff=0.6)
+            if foreign is not None:  # another tool's key: what pgs calls it (agent/run/foreign.py)
+                tool, told, targets = foreign
+                foreign_tool.setdefault(where, tool)
+                meant.update(targets)
+                by_source.setdefault(where, []).extend(told)
+                continue
             hint = f" (did you mean {'.'.join((*loc[:-1], close[0]))}?)" if close else ""
             if close:
                 meant.add((*loc[:-1], close[0]))
@@ -281,20 +294,25 @@ def describe_config_errors(
         else:
             got = item.get("input")
             shown = f", got {got!r}"[:80] if isinstance(got, str | int | float | bool) else ""
+            if isinstance(got, str) and got and got in item["msg"]:
+                shown = ""  # the message names the value already
             named = where.startswith("--") and len(loc) == 2  # a flag names its key itself
             problem = f"{item['msg']}{shown}" if named else f"{key}: {item['msg']}{shown}"
         by_source.setdefault(where, []).append(problem)
     for loc in missing:
-        if any(loc[: len(m)] == m for m in meant):
+        if any(loc[: len(m)] == m or m[: len(loc)] == loc for m in meant):
             continue  # `nmae:` already told
         key = ".".join(loc)
         by_source.setdefault("", []).append(
             NO_MODEL if key in ("model", "model.name") else f"{key}: missing"
         )
-    return "; ".join(
-        f"{where}: {'; '.join(told)}" if where else "; ".join(told)
-        for where, told in by_source.items()
-    )
+    lines = []
+    for where, told in by_source.items():
+        text = "; ".join(told)
+        if where in foreign_tool:
+            text = f"this looks like a {foreign_tool[where]} config: {text}"
+        lines.append(f"{where}: {text}" if where else text)
+    return "; ".join(lines)
 
 
 def _set_by(
@@ -387,14 +405,26 @@ def _yaml_where(error: yaml.YAMLError) -> str:
 
 
 def dump(config: RunConfig) -> dict[str, Any]:
+    """``config`` as plain data, with the values that decided the run wherever they came from:
+    the base URL an OpenAI-compatible model was reached at, when it came from
+    ``OPENAI_BASE_URL`` (a ``.env`` file) or the default, so that ``--config`` of the saved
+    file reaches the same server elsewhere. The key's variable is ``model.api_key_env``,
+    left out for a litellm provider whose own variable was read."""
     data: dict[str, Any] = json.loads(config.model_dump_json())
+    kind = model_kind(config.model)
+    if config.model.base_url is None and kind == "openai":
+        data["model"]["base_url"] = config.model.resolved_base_url()
+    if kind == "litellm" and "api_key_env" not in config.model.model_fields_set:
+        # litellm read the provider's own variable (ANTHROPIC_API_KEY, ...): so must a rerun,
+        # which a saved api_key_env: OPENAI_API_KEY would send to Anthropic instead.
+        del data["model"]["api_key_env"]
     return data
 
 
 def config_yaml(config: RunConfig) -> str:
-    """The resolved configuration as YAML, every section with the values used (the file and the
-    flags merged); ``--config`` takes it back. Keys are never in it: only the name of the
-    variable that holds one (``model.api_key_env``)."""
+    """The resolved configuration as YAML, every section with the values used (the file, the
+    flags and the environment merged: :func:`dump`); ``--config`` takes it back. Keys are
+    never in it: only the name of the variable that holds one (``model.api_key_env``)."""
     text: str = yaml.dump(dump(config), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True)
     return "# the resolved configuration of a pgs run: pass it to --config to run it again\n" + text
 

@@ -1,11 +1,20 @@
 """The reviewer of a run: the PGS Tester and checks (:class:`agent.pgs.reviewer.PGS`), unless
-``--feedback none``; and the prices every model of the run needs, checked before it starts."""
+``--feedback none``; and what every model of the run needs, checked before it starts
+(:func:`check_models`: a price while a cost limit is on, a server that answers and takes the
+key)."""
 
 from __future__ import annotations
 
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.models import GlobalStats, ModelConfig, check_priced, get_model
+from agent.models import (
+    GlobalStats,
+    ModelConfig,
+    check_endpoint,
+    check_priced,
+    get_model,
+    model_kind,
+)
 from agent.pgs.feedback import get_counter
 from agent.pgs.reviewer import PGS, PGSConfig
 from agent.pgs.runner import pinned
@@ -19,13 +28,34 @@ from envs.sandbox import Sandbox
 
 
 def tester_model_config(config: RunConfig) -> ModelConfig:
-    """The Tester's model: the Generator's, with ``pgs.tester_model`` / ``tester_base_url``."""
-    return config.model.model_copy(
-        update={
-            "name": config.pgs.tester_model or config.model.name,
-            "base_url": config.pgs.tester_base_url or config.model.base_url,
-        }
-    )
+    """The Tester's model: the Generator's, with ``pgs.tester_model`` / ``tester_base_url``.
+    A Tester of another provider than the Generator's (``--tester-model claude-...`` beside
+    a ``gpt-...``) does not inherit the Generator's base URL."""
+    name = config.pgs.tester_model or config.model.name
+    base_url = config.pgs.tester_base_url or config.model.base_url
+    if not config.pgs.tester_base_url and name != config.model.name:
+        alone = config.model.model_copy(update={"name": name, "base_url": None})
+        if model_kind(alone) != "openai":  # another provider's API, not the Generator's server
+            base_url = None
+    return config.model.model_copy(update={"name": name, "base_url": base_url})
+
+
+def check_models(config: RunConfig) -> None:
+    """Before a run starts (no image or sandbox yet): :func:`check_prices`, then every model
+    the run calls answers at its URL and takes its key (:func:`check_endpoints`)."""
+    check_prices(config)
+    check_endpoints(config)
+
+
+def check_endpoints(config: RunConfig) -> None:
+    """The Generator's model and, when it is another one, the Tester's answer at their URL
+    and take their key (:func:`agent.models.check_endpoint`): one line naming the URL, the
+    key's variable and the fix, before any image or sandbox work."""
+    check_endpoint(config.model)
+    tester = tester_model_config(config)
+    differs = (tester.name, tester.base_url) != (config.model.name, config.model.base_url)
+    if config.pgs.feedback != "none" and differs:
+        check_endpoint(tester, who="Tester's model")
 
 
 def check_prices(config: RunConfig) -> None:

@@ -29,7 +29,7 @@ from agent.github.pr import MARKER
 from agent.models.script_server import ScriptedServer
 from tests.github.test_github import BODY, COMMENTS, NUMBER, REPO, TITLE, TOKEN, _git
 from tests.support.github_fake import FakeGitHub
-from tests.support.textutil import BUGGY, MODEL, SUBMIT, bash
+from tests.support.textutil import BUGGY, MODEL, SUBMIT, bash, closed_port
 
 DATA = Path(__file__).parent / "data"
 LABELED = json.loads((DATA / "issues-labeled.json").read_text())
@@ -510,6 +510,25 @@ def test_a_run_that_fails_says_so_on_the_issue(
     assert "rejected the request (HTTP 400): script exhausted" in body  # pgs's error line
     assert "https://github.com/octo/textutil/actions/runs/4242" in body
     assert fake.pulls == []
+
+
+def test_a_model_that_is_down_is_said_on_the_issue_before_the_clone(
+    fake: FakeGitHub,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    event(monkeypatch, tmp_path, "issues", LABELED)
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    argv = ["github", "--model", MODEL, "--base-url", down, "--sandbox", "local"]
+    code = main([*argv, "--model.prices", json.dumps({MODEL: [0, 0]}), "--feedback", "none"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    said = f"cannot reach the model's server at {down} (connection refused)"
+    assert f"pgs: error: {said}" in err
+    [comment] = fake.posted_comments
+    assert f"pgs-agent could not start on this issue: {said}" in comment["body"]
+    assert not (tmp_path / "runner-temp" / "pgs" / "octo__textutil-7").exists()  # no clone
 
 
 def test_a_second_request_for_the_same_issue_fails_before_the_run(

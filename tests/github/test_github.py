@@ -279,13 +279,14 @@ def test_closed_or_locked_issue_needs_force(
     assert "octo/textutil#10 is locked: pass --force" in cli_error(
         capsys, *argv(issue_url(fake, 10))
     )
-    # With --force it goes on: the clone is made and the run starts (here the model is down).
+    # With --force it goes on: the clone is made, then the model is found down (before any
+    # sandbox work).
     out = tmp_path / "out"
     code = main(argv(issue_url(fake, 9), "--force", "--sandbox", "local", out=out))
     err = capsys.readouterr().err
-    assert code == 1  # the run started and ended in exit_error
+    assert code == 2
     assert "pgs: warning: the issue octo/textutil#9 is closed; working on it (--force)" in err
-    assert "pgs: error: cannot reach http://127.0.0.1:" in err  # the model, not GitHub
+    assert "pgs: error: cannot reach the model's server at http://127.0.0.1:" in err
     assert (out / "octo__textutil-9" / "textutil" / "textutil.py").is_file()
 
 
@@ -357,8 +358,9 @@ def test_issue_url_with_repo_uses_the_local_repository(
     local = tmp_path / "mine"
     subprocess.run(["git", "clone", "-q", str(bare), str(local)], check=True)
     args = argv(issue_url(fake), "--repo", str(local), "--sandbox", "local", out=tmp_path / "o")
-    # The run starts (and the model is down): exit code 1.
-    assert "pgs: error: cannot reach http://127.0.0.1:" in _cli_error(capsys, *args, code=1)
+    # The issue is read, then the model is found down: exit code 2.
+    line = _cli_error(capsys, *args, code=2)
+    assert "pgs: error: cannot reach the model's server at http://127.0.0.1:" in line
     assert only_gets(fake)
     assert not (tmp_path / "o" / "octo__textutil-7" / "textutil").exists()  # nothing cloned
     line = cli_error(capsys, *args, "--base-commit", "HEAD")

@@ -516,6 +516,7 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
     assert set(agent.models.__all__) == {
         *["DEFAULT_PRICES", "GlobalStats", "HumanModel", "Model", "ModelConfig"],
         *["ModelResponse", "ModelStats", "OpenAIModel", "RetryConfig", "ToolCall", "get_model"],
+        *["check_endpoint", "family_provider", "inferred_provider"],
         *["ModelError", "AuthenticationFailed", "BadRequest", "ContextWindowExceeded"],
         *["CostLimitExceeded", "ModelNotFound", "RateLimited", "ServerError", "Unreachable"],
         *["MODEL_CLASSES", "ModelClass", "ModelClassError", "ReplayModel", "get_model_class"],

@@ -65,7 +65,17 @@ def test_endpoint_down_stops_the_batch_and_resume_retries_what_failed(
 ) -> None:
     out = tmp_path / "run"
     down = f"http://127.0.0.1:{closed_port()}/v1"
+    # Down before the batch starts: one line, before any instance (the check of issue 32).
     code = main([*local(dataset, down, out, "--stop-after", "2", instances=four)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    [line] = error_lines(err)
+    assert f"cannot reach the model's server at {down} (connection refused)" in line
+    assert not out.exists()
+
+    # Down once the batch runs (the check off stands for an endpoint lost after it).
+    late = ["--stop-after", "2", "--no-model.check-endpoint"]
+    code = main([*local(dataset, down, out, *late, instances=four)])
     err = capsys.readouterr().err
 
     assert code == 3, err  # the infrastructure failed, not the agent
@@ -129,7 +139,8 @@ def test_stop_after_zero_runs_every_instance(
 ) -> None:
     out = tmp_path / "run"
     down = f"http://127.0.0.1:{closed_port()}/v1"
-    code = main([*local(dataset, down, out, "--stop-after", "0", instances=four)])
+    late = ["--stop-after", "0", "--no-model.check-endpoint"]  # lost after the batch started
+    code = main([*local(dataset, down, out, *late, instances=four)])
     err = capsys.readouterr().err
     assert code == 1, err  # every instance failed; no early stop was asked for
     assert error_lines(err) == []
