@@ -30,7 +30,8 @@ prints it as one ``pgs: error:`` line (:func:`print_error`) and exits with 2, or
                                InstanceError > MissingData, ExecutorError
                              RunFailed, OutputNotWritten
     github, swebench,        Skipped (an event pgs github does not act on),
-      inspect, cli             InspectError, InterdiffError, EnvFileError
+      inspect, cli             SetupFailed (an instance's repository), InspectError,
+                               InterdiffError, EnvFileError
 
 Not here: ``PgsTimeLimit`` (agent/pgs/pgs_pytest_plugin_results.py runs inside the sandbox,
 where pgs is not installed) and ``agent.github.client``'s private retry signal.
@@ -83,6 +84,7 @@ __all__ = [
     "RunFailed",
     "ScriptError",
     "ServerError",
+    "SetupFailed",
     "Skipped",
     "Submitted",
     "TokenizerUnavailable",
@@ -322,6 +324,13 @@ class MissingData(InstanceError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class SetupFailed(RuntimeError):
+    """An instance's repository could not be prepared here (not in ``--repos-dir``, the clone
+    failed, its base commit missing or not checked out): a problem of the data or the machine
+    here, not of the agent, so ``pgs batch`` records no result for it and runs it again on
+    resume. The message names what failed and how to fix it; ``__cause__`` is the error."""
 
 
 class ExecutorError(InputError):
