@@ -32,6 +32,7 @@ prints it as one ``pgs: error:`` line (:func:`print_error`) and exits with 2, or
     github, swebench,        Skipped (an event pgs github does not act on),
       inspect, cli             SetupFailed (an instance's repository), InspectError,
                                InterdiffError, EnvFileError
+                             Interrupted (a KeyboardInterrupt: a signal, what was kept)
 
 Not here: ``PgsTimeLimit`` (agent/pgs/pgs_pytest_plugin_results.py runs inside the sandbox,
 where pgs is not installed) and ``agent.github.client``'s private retry signal.
@@ -72,6 +73,7 @@ __all__ = [
     "InspectError",
     "InstanceError",
     "InterdiffError",
+    "Interrupted",
     "LimitReached",
     "MalformedResponse",
     "MissingData",
@@ -324,6 +326,16 @@ class MissingData(InstanceError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, SIGTERM or SIGHUP ended a command that stopped its work and kept what it had
+    finished: ``saved`` says what and where, in one line (``pgs`` prints it before its
+    ``interrupted`` line and exits with :data:`INTERRUPTED`)."""
+
+    def __init__(self, saved: str) -> None:
+        super().__init__(saved)
+        self.saved = saved
 
 
 class SetupFailed(RuntimeError):

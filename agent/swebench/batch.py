@@ -105,6 +105,7 @@ from agent.swebench import (
 from agent.swebench.executors import Executor, LocalExecutor
 from agent.swebench.progress import Progress, SlotHook
 from envs import scratch
+from envs.docker_util import remove_own_containers
 from envs.errors import EnvError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
@@ -719,15 +720,8 @@ class Batch:
 
     def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
-        from envs.docker_util import LABEL, PID_LABEL, docker_client
-
         self.abandoning.set()
-
-        with contextlib.suppress(Exception):
-            client = docker_client()
-            mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]}
-            for container in client.containers.list(all=True, filters=mine):
-                container.remove(force=True)
+        remove_own_containers()
         executor.abandon()
         console.print(f"stopped; finished predictions are in {self.preds_path}")
         os._exit(INTERRUPTED)
