@@ -1,12 +1,15 @@
-"""``pgs eval`` stopped by SIGTERM or SIGHUP, as ``pgs run`` is: through the real command in a
-process of its own, real Docker containers, the tests' own tiny SWE-bench dataset
-(:mod:`tests.support.swe_dataset`). The second instance's tests sleep, so the signal comes while
-its container runs them; the first was graded before it.
+"""``pgs eval`` and ``pgs select`` stopped by SIGTERM or SIGHUP, as ``pgs run`` is: through the
+real command in a process of its own, real Docker containers, the tests' own tiny SWE-bench
+dataset (:mod:`tests.support.swe_dataset`).
 
-What a user sees: the command ends within seconds with exit code 130 and one line saying what
-was kept; no container of it is left, nor a temporary tree; the instance graded before the
-signal keeps its report (the summary lists it, and the one stopped under ``interrupted_ids``);
-a rerun with the same run id grades only the one that was stopped."""
+``pgs eval``: the second instance's tests sleep, so the signal comes while its container runs
+them; the first was graded before it. The command ends within seconds with exit code 130 and
+one line saying what was kept; no container of it is left, nor a temporary tree; the instance
+graded before the signal keeps its report (the summary lists it, and the one stopped under
+``interrupted_ids``); a rerun with the same run id grades only the one that was stopped.
+
+``pgs select --workers 2``: a candidate's added test sleeps in a worker thread's container; the
+signal ends it within seconds too, with no container left and nothing half-checked kept."""
 
 from __future__ import annotations
 
@@ -129,3 +132,61 @@ def test_a_signal_stops_an_evaluation_at_once_and_keeps_what_was_graded(
     summary = json.loads((report / "m.t.json").read_text())
     assert summary["resolved_ids"] == [I1, I2]
     assert "interrupted_ids" not in summary
+
+
+#: A test a candidate adds that runs for minutes: ``sleep 300`` in the container.
+SLOW_TEST = """diff --git a/tests/test_slow.py b/tests/test_slow.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_slow.py
+@@ -0,0 +1,5 @@
++import subprocess
++
++
++def test_slow():
++    subprocess.run(["sleep", "300"])
+"""
+
+
+def test_a_signal_stops_a_selection_with_several_workers_at_once(
+    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path
+) -> None:
+    gold = dataset.record(I1)["patch"]
+    files = [
+        dataset.write_preds(tmp_path / "right.json", {I1: gold}, "right"),
+        dataset.write_preds(tmp_path / "slow.json", {I1: gold + SLOW_TEST}, "slow"),
+    ]
+    out = tmp_path / "out"
+    argv = [
+        *(sys.executable, "-m", "agent.cli", "select", "--predictions", *map(str, files)),
+        *("--instances", str(dataset.instances_file), "--instance-ids", I1),
+        *("--repos-dir", str(dataset.repos_dir), "--output-dir", str(out)),
+        *("--workers", "2", "--test-timeout", "600"),
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 600
+        while not any(
+            "sleep 300" in " ".join(p[-1] for p in (c.top().get("Processes") or []))
+            for c in containers_of(docker_client, proc.pid)
+            if c.status == "running"
+        ):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the slow test never started"
+            time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == INTERRUPTED, err
+    assert took < 8, f"took {took:.1f} s to stop"
+    assert "pgs: error: interrupted by SIGTERM" in err and "Traceback" not in err
+    assert not containers_of(docker_client, proc.pid)
+    # Nothing half-checked is kept as the instance's selection: a rerun checks it again.
+    assert not (out / "instances" / f"{I1}.json").exists()
