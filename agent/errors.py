@@ -30,7 +30,9 @@ prints it as one ``pgs: error:`` line (:func:`print_error`) and exits with 2, or
                                InstanceError > MissingData, ExecutorError
                              RunFailed, OutputNotWritten
     github, swebench,        Skipped (an event pgs github does not act on),
-      inspect, cli             InspectError, InterdiffError, EnvFileError
+      inspect, cli             SetupFailed (an instance's repository), InspectError,
+                               InterdiffError, EnvFileError
+                             Interrupted (a KeyboardInterrupt: a signal, what was kept)
 
 Not here: ``PgsTimeLimit`` (agent/pgs/pgs_pytest_plugin_results.py runs inside the sandbox,
 where pgs is not installed) and ``agent.github.client``'s private retry signal.
@@ -71,6 +73,7 @@ __all__ = [
     "InspectError",
     "InstanceError",
     "InterdiffError",
+    "Interrupted",
     "LimitReached",
     "MalformedResponse",
     "MissingData",
@@ -83,6 +86,7 @@ __all__ = [
     "RunFailed",
     "ScriptError",
     "ServerError",
+    "SetupFailed",
     "Skipped",
     "Submitted",
     "TokenizerUnavailable",
@@ -322,6 +326,23 @@ class MissingData(InstanceError):
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, SIGTERM or SIGHUP ended a command that stopped its work and kept what it had
+    finished: ``saved`` says what and where, in one line (``pgs`` prints it before its
+    ``interrupted`` line and exits with :data:`INTERRUPTED`)."""
+
+    def __init__(self, saved: str) -> None:
+        super().__init__(saved)
+        self.saved = saved
+
+
+class SetupFailed(RuntimeError):
+    """An instance's repository could not be prepared here (not in ``--repos-dir``, the clone
+    failed, its base commit missing or not checked out): a problem of the data or the machine
+    here, not of the agent, so ``pgs batch`` records no result for it and runs it again on
+    resume. The message names what failed and how to fix it; ``__cause__`` is the error."""
 
 
 class ExecutorError(InputError):

@@ -3,7 +3,9 @@
 For users without Docker. It offers NO isolation: commands run as you, with your network and
 your files. Only the repository is copied, so the original working tree is never modified.
 What a command starts ends with it, as in the Docker sandbox: the helper is a child subreaper
-and ends its own descendants only, never another process of yours.
+and ends its own descendants only, never another process of yours. The helper runs in a session
+of its own, as a container's would: a Ctrl-C in the terminal reaches pgs alone, which cancels
+the running command and closes the sandbox.
 
 The environment is not the host's: commands see only the variables of :data:`HOST_ENV` (and
 ``LC_*``) taken from the host, ``HOME`` set to the sandbox's own folder, and ``sandbox.env``;
@@ -151,6 +153,9 @@ class LocalSandbox(HelperSandbox):
                 stdout=subprocess.PIPE,
                 cwd=self.repo_path,
                 env=sandbox_environ(self.home),
+                # Out of the terminal's process group: a Ctrl-C reaches pgs only, which cancels
+                # the command and closes the helper (no helper traceback on the terminal).
+                start_new_session=True,
             )
             self._attach(_PipeChannel(proc))
         except BaseException:

@@ -57,6 +57,7 @@ from agent.errors import (
     USER_ERRORS,
     CheckNotRun,
     EnvFileError,
+    Interrupted,
     OutputNotWritten,
     RunFailed,
 )
@@ -145,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A write that failed outside a run's own results (a batch's preds.json, a report).
         print_error(f"cannot write {e.filename or 'a file'} ({e.strerror}): free some space")
         return INFRASTRUCTURE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        if isinstance(e, Interrupted):  # what the command kept, and where
+            print(Redactor.from_env().redact(e.saved), file=sys.stderr)
         by = f" by {received[0].name}" if received and received[0] != signal.SIGINT else ""
         print_error(f"interrupted{by}")
         return INTERRUPTED

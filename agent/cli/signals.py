@@ -1,6 +1,16 @@
 """Ctrl-C, SIGTERM and SIGHUP all end a command the same way: a KeyboardInterrupt in the main
 thread, so the agent records ``interrupted`` in the ``.traj``, sandboxes are closed as the stack
-unwinds, and ``pgs`` exits with :data:`agent.errors.INTERRUPTED` (130)."""
+unwinds, and ``pgs`` exits with :data:`agent.errors.INTERRUPTED` (130). Every command gets this
+(:func:`agent.cli.main` installs it around each), so none handles signals of its own.
+
+Only the main thread sees the interrupt. A command whose work runs in threads ends that work
+itself: ``pgs eval`` and ``pgs select`` remove the containers this process started
+(:func:`envs.docker_util.remove_own_containers`), so the running jobs fail at once; ``pgs batch``
+lets its running instances finish and does so on a second interrupt
+(:mod:`agent.swebench.batch`). The processes pgs starts on the host (the local sandbox's helper)
+run in sessions of their own, so a Ctrl-C in the terminal reaches pgs alone, which stops them;
+none prints a traceback of its own. A command that kept what it finished says so in one line
+before its ``interrupted`` line (:class:`agent.errors.Interrupted`)."""
 
 from __future__ import annotations
 

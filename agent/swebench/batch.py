@@ -25,8 +25,10 @@ skipped and its ``.pred`` kept in ``preds.json``; ``--redo`` runs it again. A fi
 with another model or ablation setting (:func:`result_setting`) is refused: skipping it would
 mix two settings in one folder. A crash in one instance is recorded as ``exit_error`` with its
 message in the ``.traj`` and the batch goes on. A crash of the infrastructure (:data:`RETRIED`:
-the model endpoint after its retries, Docker, an image build, the disk) is not the instance's
-result: no prediction, and a resume runs it again; ``stop_after`` of them in a row with the
+the model endpoint after its retries, Docker, an image build, the disk, a repository that
+could not be found, cloned or checked out at its base commit: :class:`~agent.errors.SetupFailed`)
+is not the instance's result: no prediction, and a resume runs it again; what failed is on its
+line on the terminal and in ``batch.log``; ``stop_after`` of them in a row with the
 same error stop the batch (:attr:`Batch.halted`), leaving the rest untouched. So is a mistake
 in the command that shows only once an instance runs (:data:`MISTAKES`: a tool bundle whose
 install.sh fails, a config error): every instance would fail the same way.
@@ -77,6 +79,7 @@ from agent.errors import (
     RateLimited,
     RunFailed,
     ServerError,
+    SetupFailed,
     ToolConfigError,
     ToolInstallError,
     Unreachable,
@@ -102,6 +105,8 @@ from agent.swebench import (
 from agent.swebench.executors import Executor, LocalExecutor
 from agent.swebench.progress import Progress, SlotHook
 from envs import scratch
+from envs.docker_util import remove_own_containers
+from envs.errors import EnvError
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 logger = logging.getLogger(__name__)
@@ -113,9 +118,11 @@ EXIT_STATUSES = "run_batch_exit_statuses.yaml"
 UNFINISHED = {"interrupted"}
 #: Errors of the machine or of the model endpoint, not of the agent: an instance they ended
 #: has no result (it is not finished, a resume runs it again), and several in a row of the same
-#: one stop the batch (``--stop-after``). The model's are raised after its retries.
+#: one stop the batch (``--stop-after``). The model's are raised after its retries; a
+#: repository that could not be prepared (:class:`SetupFailed`) is the data's or the machine's.
 RETRIED: tuple[type[Exception], ...] = (
     *INFRASTRUCTURE_ERRORS,
+    SetupFailed,
     Unreachable,
     ServerError,
     RateLimited,
@@ -410,8 +417,7 @@ class Batch:
         status = hook.on_status
         with scratch.temporary_directory(f"pgs-{instance.instance_id[:40]}-") as tmp:
             status("preparing the repository")
-            mirror = find_mirror(instance, self.envs.repos_dir, status)
-            tree = working_tree(instance, mirror, Path(tmp) / "repo")
+            tree = self._prepare(instance, Path(tmp) / "repo", status)
             if config.sandbox.takes_image:  # the instance image, the repository at /testbed
                 image = self.envs.image(instance, status)
                 update: dict[str, Any] = {"image": image.tag, "repo_path": TESTBED}
@@ -436,6 +442,15 @@ class Batch:
                 global_stats=self.stats,
             )
         return result.exit_status, result.submission
+
+    def _prepare(self, instance: Instance, dest: Path, status: Any) -> Path:
+        """The instance's working tree at ``base_commit`` in ``dest``; a repository that cannot
+        be found, cloned or checked out here is :class:`SetupFailed` (no result, retried)."""
+        try:
+            mirror = find_mirror(instance, self.envs.repos_dir, status)
+            return working_tree(instance, mirror, dest)
+        except (InputError, EnvError) as e:  # InstanceError, MissingData; a clone, a checkout
+            raise SetupFailed(f"the repository could not be prepared: {e}") from e
 
     def _record_crash(self, instance: Instance, error: Exception) -> str:
         """Leave a ``.traj`` (exit_error, the message) and a ``.patch``; the submitted patch."""
@@ -575,8 +590,10 @@ class Batch:
                         claims.pop(item.key).close()
                     statuses[status] += 1
                     if not status.startswith("not started"):
-                        logger.info("%s: %s", item.key, status)
-                        live.console.print(self.redactor.redact(f"{item.key}: {status}"))
+                        why = self.infrastructure.get(item.key)
+                        line = f"{item.key}: {status}" + (f": {why}" if why else "")
+                        logger.info("%s", line)
+                        live.console.print(self.redactor.redact(line))
                         if not status.startswith(("skipped", "not finished")):
                             self.save_status(item.key, status)
                         self._count_failure(item.key, streak)
@@ -703,15 +720,8 @@ class Batch:
 
     def _abandon(self, executor: Executor, console: Console) -> None:
         """Second Ctrl-C: remove the containers this process started and leave at once."""
-        from envs.docker_util import LABEL, PID_LABEL, docker_client
-
         self.abandoning.set()
-
-        with contextlib.suppress(Exception):
-            client = docker_client()
-            mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={os.getpid()}"]}
-            for container in client.containers.list(all=True, filters=mine):
-                container.remove(force=True)
+        remove_own_containers()
         executor.abandon()
         console.print(f"stopped; finished predictions are in {self.preds_path}")
         os._exit(INTERRUPTED)

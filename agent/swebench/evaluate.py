@@ -41,6 +41,15 @@ service this run could not reach, so the label says nothing about the patch. It 
 ``not_checkable_ids`` with the reason in ``not_checkable`` (as the harness lists ``error_ids``),
 never under ``unresolved_ids``; its report.json carries the reason under ``not_checkable``.
 
+Ctrl-C, SIGTERM or SIGHUP (:mod:`agent.cli.signals`) stops an evaluation at once, as it stops
+``pgs run``: no new instance starts, the containers this process started are removed (so the
+running test runs and image build steps end within moments, and their jobs remove their
+temporary trees; :data:`STOP_GRACE` bounds the wait), the instances graded so far keep their
+reports and are in the summary, which lists the ones stopped under ``interrupted_ids`` (their
+``run_instance.log`` says so; no ``error.txt``), and :class:`~agent.errors.Interrupted` says
+what was kept (exit code 130). A rerun with the same run id and report folder grades only the
+rest.
+
 Where predictions are graded is an :class:`~agent.swebench.executors.Executor`: threads here (the
 default), or Ray tasks (``--executor ray``) that grade in a scratch folder on their node
 (:func:`evaluate_detached`) and return the files; the driver writes them and the summary.
@@ -53,6 +62,7 @@ import importlib.util
 import json
 import re
 import shlex
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -60,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.core.trajectory import write_atomic
-from agent.errors import MissingData
+from agent.errors import Interrupted, MissingData
 from agent.swebench import (
     APPLY_PATCH_FAIL,
     APPLY_PATCH_PASS,
@@ -78,6 +88,7 @@ from agent.swebench.executors import (
 )
 from agent.swebench.grading import network_failure
 from envs import scratch
+from envs.docker_util import remove_own_containers
 from envs.errors import EnvError
 
 #: Where the cloud harness (swebench's Modal one, behind sb-cli) runs its patch commands.
@@ -104,6 +115,11 @@ REPORT, TEST_OUTPUT, RUN_LOG, ERROR = (
 TIMEOUT = re.compile(r"\n\nTimeout error: (\d+(?:\.\d+)?) seconds exceeded\.\s*\Z")
 #: The error of an instance ``--rewrite-reports`` could not grade again.
 NO_TEST_OUTPUT = "no test output to grade again (--rewrite-reports runs nothing)"
+#: What an instance being graded when the evaluation was stopped is: not graded, not an error.
+STOPPED = "interrupted: the evaluation was stopped before it was graded"
+#: Seconds the jobs running when the evaluation is stopped get to end (their containers are
+#: removed first, so they end at once) and clean up their temporary trees.
+STOP_GRACE = 10.0
 MALFORMED_SIGNS = (
     "corrupt patch",
     "No valid patches in input",
@@ -388,9 +404,12 @@ def evaluate_one(
     network: bool = False,
     commands: str = "harness",
     scripts: str = "record",
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Grade one prediction; every failure becomes an ``error`` outcome, never an exception.
-    What it did goes to ``run_instance.log`` beside the report (:class:`InstanceLog`)."""
+    What it did goes to ``run_instance.log`` beside the report (:class:`InstanceLog`). A
+    failure once ``stop`` is set is the stop's (its container was removed): the outcome's error
+    is :data:`STOPPED`, and no ``error.txt`` is written (a rerun grades it either way)."""
     from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 
     started = time.monotonic()
@@ -489,11 +508,16 @@ def evaluate_one(
         return Outcome(
             instance_id=iid, kind="not_checkable", report=report, seconds=seconds, reason=e.reason
         )
-    except (EnvError, InstanceError) as e:
-        error = str(e)
     except Exception as e:  # one broken instance must not end the evaluation
-        error = f"{type(e).__name__}: {e}"
-        out.info(traceback.format_exc(), "ERROR")
+        if stop is not None and stop.is_set():
+            out.info(f"{STOPPED} (its container was removed); a rerun grades it")
+            seconds = time.monotonic() - started
+            return Outcome(instance_id=iid, kind="error", error=STOPPED, seconds=seconds)
+        if isinstance(e, (EnvError, InstanceError)):
+            error = str(e)
+        else:
+            error = f"{type(e).__name__}: {e}"
+            out.info(traceback.format_exc(), "ERROR")
     write_atomic(log_dir / ERROR, error + "\n")
     out.info(f"Error in evaluating {iid} (no report; a rerun grades it again): {error}", "ERROR")
     return Outcome(
@@ -739,6 +763,7 @@ def evaluate(
         on_start(todo, outcomes)
     executor = executor or LocalExecutor(max(1, workers))
     queue = list(reversed(todo))
+    stop = threading.Event()
     try:
         while queue or executor.in_flight():
             while queue and executor.in_flight() < executor.workers:
@@ -752,6 +777,7 @@ def evaluate(
                         network=network,
                         commands=commands,
                         scripts=scripts,
+                        stop=stop,
                     )
                     executor.submit(i.instance_id, here, i, prediction, envs, report_dir)
                 else:
@@ -766,15 +792,61 @@ def evaluate(
                 outcomes.append(outcome)
                 if on_done is not None:
                     on_done(outcome)
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (agent.cli.signals): stop now
+        stop.set()
+        outcomes += _stopped(executor, report_dir, on_done)
+        graded = {o.instance_id for o in outcomes}
+        left = sorted(i.instance_id for i in wanted if i.instance_id not in graded)
+        path = _write_summary(outcomes, predictions, instances, run_id, report_dir, left)
+        raise Interrupted(
+            f"stopped: {len(outcomes)} graded, their reports kept in {report_dir} (summary "
+            f"{path}); {len(left)} not graded: rerun with --run-id {run_id} and --report-dir "
+            f"{report_dir} to grade them"
+        ) from None
     finally:
         executor.close()
+    return outcomes, _write_summary(outcomes, predictions, instances, run_id, report_dir)
+
+
+def _stopped(executor: Executor, report_dir: Path, on_done: Any) -> list[Outcome]:
+    """End the jobs of a stopped evaluation at once: their containers are removed (a test run,
+    an image build step), so they fail within moments and remove their temporary trees; they
+    get :data:`STOP_GRACE` seconds for that, then are left. The outcomes of those that were
+    graded meanwhile."""
+    remove_own_containers()
+    graded: list[Outcome] = []
+    deadline = time.monotonic() + STOP_GRACE
+    while executor.in_flight() and time.monotonic() < deadline:
+        for done in executor.wait(0.25):
+            outcome = _landed(done, report_dir)
+            if outcome.error != STOPPED and done.error is None:
+                graded.append(outcome)
+                if on_done is not None:
+                    on_done(outcome)
+    executor.abandon()
+    remove_own_containers()  # one a job started meanwhile
+    return graded
+
+
+def _write_summary(
+    outcomes: list[Outcome],
+    predictions: dict[str, dict[str, Any]],
+    instances: list[Instance],
+    run_id: str,
+    report_dir: Path,
+    interrupted: list[str] | None = None,
+) -> Path:
+    """Write the run report (:func:`summarize`); an evaluation that was stopped lists the
+    instances it did not grade under ``interrupted_ids``."""
     outcomes.sort(key=lambda o: o.instance_id)
     summary = summarize(outcomes, predictions, instances, run_id)
+    if interrupted is not None:
+        summary["interrupted_ids"] = interrupted
     models = {model_folder(p) for p in predictions.values()}
     model = sorted(models)[0] if models else "None"
     path = report_dir / f"{model}.{run_id}.json"
     write_atomic(path, json.dumps(summary, indent=4))
-    return outcomes, path
+    return path
 
 
 # -- --attempts: every attempt's patch --------------------------------------------------------

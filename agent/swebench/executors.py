@@ -5,7 +5,7 @@ id), runs them, and hands each result back to the driver as it arrives; the driv
 evaluate.py) decides what to submit next, writes every file and enforces the cost limit. Two
 implementations:
 
-- :class:`LocalExecutor` (the default): a thread pool in this process. Jobs see the output
+- :class:`LocalExecutor` (the default): threads in this process. Jobs see the output
   folder and write into it as they go (a ``.traj`` after every step).
 - :class:`RayExecutor` (``--executor ray``): each job is a Ray task that needs one unit of the
   custom resource ``docker`` (so it lands only on nodes started with ``--resources
@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -78,17 +79,36 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Jobs in threads of this process."""
+    """Jobs in threads of this process, one thread per job (the driver submits at most
+    ``workers`` at once). The threads are daemons: a job that does not end when the command is
+    stopped (a pull or a clone that does not return) never keeps the process from exiting; its
+    temporary trees are removed by the next ``pgs`` (:mod:`envs.scratch`)."""
 
     shares_files = True
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pgs-job")
         self._futures: dict[Future[Any], str] = {}
+        self._threads: list[threading.Thread] = []
+        self._abandoned = False
 
     def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> None:
-        self._futures[self._pool.submit(fn, *args)] = key
+        future: Future[Any] = Future()
+
+        def job() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                value = fn(*args)
+            except BaseException as e:  # the driver gets it as Done.error
+                future.set_exception(e)
+            else:
+                future.set_result(value)
+
+        thread = threading.Thread(target=job, name=f"pgs-job-{key}", daemon=True)
+        self._futures[future] = key
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
 
     def in_flight(self) -> int:
         return len(self._futures)
@@ -105,10 +125,16 @@ class LocalExecutor:
         return out
 
     def abandon(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Threads cannot be stopped: their results are no longer waited for (the caller ends
+        their work, e.g. by removing their containers)."""
+        self._futures.clear()
+        self._abandoned = True
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        for thread in [] if self._abandoned else self._threads:
+            if thread is not threading.current_thread():
+                thread.join()
+        self._threads = []
 
 
 def _ray() -> Any:

@@ -41,7 +41,8 @@ off (only the command's process group is killed, as before; for benchmarks).
 
 The helper lives exactly as long as its connection: at end of stdin (the owner closed the
 sandbox or died, SIGKILL included), even in the middle of a command, it kills that command's
-group and exits. In a Docker sandbox it is the container's main process, so the container
+group and exits. It ignores SIGINT (commands start with the default again): a Ctrl-C is its
+owner's to handle, by a cancel or by closing the connection. In a Docker sandbox it is the container's main process, so the container
 stops then, and Docker removes it.
 
 Standard library only, and compatible with Python 3.7+: it runs on the sandbox's system Python,
@@ -418,6 +419,7 @@ def _start(cmd, cwd, env):
         return subprocess.Popen(
             ["bash", "-c", cmd], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
     read_end, write_end = os.pipe()
     actions = [
@@ -431,8 +433,9 @@ def _start(cmd, cwd, env):
             os.chdir(cwd)
         pid = os.posix_spawnp(
             "bash", ["bash", "-c", cmd], env, file_actions=actions, setsid=True,
-            # Python ignores SIGPIPE and SIGXFSZ; a shell command expects the defaults.
-            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),
+            # Python ignores SIGPIPE and SIGXFSZ, the helper SIGINT (main); a shell command
+            # expects the defaults (bash cannot undo a signal ignored when it started).
+            setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT),
         )
     except BaseException:
         os.close(read_end)
@@ -626,6 +629,10 @@ def handle(req):
 def main():
     # Replies go through our own handle on the real stdout; nothing else may write there.
     sys.stdout = sys.stderr
+    # An interrupt is the owner's to handle: it cancels the command or closes the connection.
+    # A Ctrl-C that reaches the helper too (its owner's terminal) must not end it with a
+    # traceback on that terminal, nor before the owner has asked for the diff it keeps.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     global CONTAIN
     CONTAIN = "--no-contain" not in sys.argv[1:] and _become_subreaper()
     global STATE_DIR

@@ -4,6 +4,8 @@ and real Docker containers.
 
 - SIGTERM and SIGHUP end a run like Ctrl-C: the ``.traj`` says ``interrupted``, the containers
   are removed by the run's own unwinding, the exit code is 130.
+- Ctrl-C in a terminal (a pseudo-terminal's interrupt character) under ``--sandbox local``
+  shows no traceback of any process pgs started, and leaves none of them running.
 - Results are never overwritten silently: default folders are unique, a reused ``--output-dir``
   is refused unless ``--overwrite``.
 - ``--issue`` that looks like a path but is no file is one error line.
@@ -192,6 +194,100 @@ def test_closing_the_terminal_ends_a_run_like_ctrl_c(
     # 130, not a crash on writing to the dead terminal (1, or 120 when stderr cannot flush).
     assert code == INTERRUPTED, shown.decode(errors="replace")
     assert only_traj(out)["info"]["exit_status"] == "interrupted"
+
+
+#: A command nothing else on the machine runs: its process is found by its command line.
+UNIQUE_SLEEP = "sleep 61.25"
+
+
+def processes_running(needle: str) -> list[int]:
+    """Pids of the live processes (zombies aside) whose command line holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if needle in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def test_ctrl_c_in_a_terminal_under_the_local_sandbox_prints_no_traceback(
+    repo: Path, tmp_path: Path
+) -> None:
+    asked = threading.Event()
+
+    def sleeping(request: dict[str, Any]) -> dict[str, Any]:
+        asked.set()
+        return call("bash", command=UNIQUE_SLEEP)
+
+    out = tmp_path / "out"
+    with ScriptedServer(sleeping) as server:
+        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
+        master, terminal = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WITH_TERMINAL, *args[1:]],
+            cwd=ROOT,
+            env=pgs_env(),
+            stdin=terminal,
+            stdout=terminal,
+            stderr=terminal,
+            start_new_session=True,
+        )
+        os.close(terminal)
+        shown, stop = bytearray(), threading.Event()
+        reader = threading.Thread(target=read_all, args=(master, shown, stop), daemon=True)
+        reader.start()
+        try:
+            wait_for(asked, proc, 60)
+            deadline = time.monotonic() + 30
+            while not processes_running(UNIQUE_SLEEP):  # the sandbox runs the command
+                assert time.monotonic() < deadline, shown.decode(errors="replace")
+                time.sleep(0.1)
+            helpers = [p for p in processes_running("pgs_helper.py") if _parent(p) == proc.pid]
+            assert helpers, "the local sandbox's helper is not pgs's child"
+            os.write(master, b"\x03")  # the terminal's interrupt character: a real Ctrl-C
+            code = proc.wait(timeout=30)
+            reader.join(10)  # to the end: the terminal has no writer left
+        finally:
+            stop.set()
+            reader.join()
+            os.close(master)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = shown.decode(errors="replace")
+    assert code == INTERRUPTED, text
+    assert "pgs: error: interrupted" in text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert only_traj(out)["info"]["exit_status"] == "interrupted"
+    # The helper and the command it ran ended with pgs: none is left on the machine.
+    assert not [p for p in helpers if p in processes_running("pgs_helper.py")]
+    assert not processes_running(UNIQUE_SLEEP)
+
+
+def read_all(fd: int, into: bytearray, stop: threading.Event) -> None:
+    """What the terminal shows, to the end (EIO: every process holding it has ended)."""
+    while not stop.is_set():
+        if select.select([fd], [], [], 0.1)[0]:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            into += data
+
+
+def _parent(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def drain(fd: int, into: bytearray, stop: threading.Event) -> None:

@@ -10,6 +10,7 @@ The local sandbox and the scripted model server on 127.0.0.1: Docker is not the 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import threading
@@ -254,3 +255,67 @@ def test_resume_with_another_model_or_feedback_mode_is_refused(
         assert main(local(dataset, server.url, out, "--redo", model="other-model")) == 0
     preds = json.loads((out / "preds.json").read_text())
     assert {p["model_name_or_path"] for p in preds.values()} == {"other-model"}
+
+
+@pytest.mark.parametrize("broken", ["missing repository", "outdated mirror"])
+def test_an_instance_whose_repository_cannot_be_prepared_is_retried_on_resume(
+    dataset: Dataset, tmp_path: Path, capsys: pytest.CaptureFixture[str], broken: str
+) -> None:
+    repos = tmp_path / "repos"
+    shutil.copytree(dataset.repos_dir, repos)
+    first, second = dataset.records
+    if broken == "missing repository":  # acme/gone is not in --repos-dir
+        other = {**second, "instance_id": "acme__gone-2", "repo": "acme/gone"}
+        fix = [
+            "git",
+            "clone",
+            "-q",
+            "--bare",
+            str(dataset.source),
+            str(repos / "acme__gone"),
+        ]
+        reason = "no repository acme__gone (or acme__gone.git) in --repos-dir"
+    else:  # its base commit was made after the mirror was cloned
+        clone = tmp_path / "later"
+        subprocess.run(["git", "clone", "-q", str(dataset.source), str(clone)], check=True)
+        (clone / "NEWS").write_text("later\n")
+        subprocess.run(["git", "-C", str(clone), "add", "NEWS"], check=True)
+        commit = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+        subprocess.run([*commit, "commit", "-q", "-m", "later"], check=True)
+        head = subprocess.run(
+            ["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+        other = {**second, "instance_id": "acme__textkit-9", "base_commit": head}
+        mirror = str(repos / "acme__textkit")
+        fix = ["git", "-C", str(clone), "push", "-q", mirror, "HEAD:refs/heads/later"]
+        reason = f"base_commit {head[:12]} is not in"
+    iid = other["instance_id"]
+    instances = tmp_path / "instances.json"
+    instances.write_text(json.dumps([first, other]))
+    out = tmp_path / "run"
+    with ScriptedServer(editing) as server:
+        code = main(local(dataset, server.url, out, "--repos-dir", str(repos), instances=instances))
+        err = capsys.readouterr().err
+        assert code == 1, err  # one instance did not finish; the batch was not stopped
+        # The reason is on the instance's line, on the terminal and in batch.log.
+        [line] = [x for x in err.splitlines() if x.startswith(f"{iid}:")]
+        assert "exit_error (infrastructure): SetupFailed: the repository could not be" in line
+        assert reason in line
+        log = (out / "batch.log").read_text()
+        assert f"{iid}: exit_error (infrastructure): SetupFailed" in log and reason in log
+        # Not a result: no prediction, not finished; the other instance's prediction is there.
+        preds = json.loads((out / "preds.json").read_text())
+        assert list(preds) == [first["instance_id"]] and preds[first["instance_id"]]["model_patch"]
+        assert not output_paths(out, iid)["pred"].exists()
+        assert finished_status(output_paths(out, iid)["traj"]) is None
+
+        # The repository is fixed: the resume runs it again, and skips the finished one.
+        subprocess.run(fix, check=True, capture_output=True)
+        code = main(local(dataset, server.url, out, "--repos-dir", str(repos), instances=instances))
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "resume: 1 instance retried: it failed for infrastructure" in err
+    assert "resume: 1 finished instances skipped" in err
+    preds = json.loads((out / "preds.json").read_text())
+    assert sorted(preds) == sorted([first["instance_id"], iid])
+    assert "# checked" in preds[iid]["model_patch"]

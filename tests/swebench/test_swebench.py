@@ -214,7 +214,8 @@ def test_failed_image_build_names_the_failing_command(
 def test_batch_predictions_are_graded_and_resume_skips_finished(
     dataset: Dataset, base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A third instance whose base commit the mirror lacks: it crashes, the batch goes on.
+    # A third instance whose base commit the mirror lacks: its repository cannot be prepared
+    # here, an infrastructure failure (no result), and the batch goes on.
     broken = {**dataset.record(I1), "instance_id": "acme__textkit-3", "base_commit": "f" * 40}
     instances = tmp_path / "instances.json"
     instances.write_text(json.dumps([*dataset.records, broken]))
@@ -225,23 +226,26 @@ def test_batch_predictions_are_graded_and_resume_skips_finished(
         first_requests = len(server.requests)
         assert code == 1  # one instance failed
         preds = json.loads((out / "preds.json").read_text())
-        assert set(preds) == {I1, I2, "acme__textkit-3"}
+        assert set(preds) == {I1, I2}  # no empty prediction for the one that failed
         for iid in (I1, I2):
             assert preds[iid]["model_name_or_path"] == "scripted"
             traj = json.loads((out / iid / f"{iid}.traj").read_text())
             assert traj["info"]["exit_status"] == "submitted"
         crashed = json.loads((out / "acme__textkit-3" / "acme__textkit-3.traj").read_text())
         assert crashed["info"]["exit_status"] == "exit_error"
+        assert crashed["info"]["infrastructure"]
         assert "f" * 12 in crashed["info"]["error"]
-        assert preds["acme__textkit-3"]["model_patch"] == ""
         err = capsys.readouterr().err
         assert "exit statuses" in err and "submitted" in err and "exit_error" in err
-        assert "PGS verdicts (none): unchecked 3" in err  # --feedback none checks nothing
+        assert "acme__textkit-3: exit_error (infrastructure): SetupFailed" in err
+        assert "PGS verdicts (none): unchecked 2" in err  # --feedback none checks nothing
 
-        # Resume: nothing runs again, the predictions stay.
-        assert main(args) == 0
+        # Resume: the finished two are skipped, the failed one is tried again (and fails).
+        assert main(args) == 1
         assert len(server.requests) == first_requests
-        assert "3 finished instances skipped" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "2 finished instances skipped" in err
+        assert "resume: 1 instance retried: it failed for infrastructure" in err
         assert json.loads((out / "preds.json").read_text()) == preds
 
     report_dir = tmp_path / "graded"
@@ -263,7 +267,7 @@ def test_batch_predictions_are_graded_and_resume_skips_finished(
     assert code == 0
     summary = json.loads((report_dir / "scripted.b.json").read_text())
     assert summary["resolved_ids"] == [I1, I2]
-    assert summary["empty_patch_ids"] == ["acme__textkit-3"]
+    assert summary["incomplete_ids"] == ["acme__textkit-3"]  # no prediction
 
 
 @pytest.mark.docker

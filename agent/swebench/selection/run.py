@@ -43,6 +43,7 @@ from agent.swebench.selection.candidates import Candidate, candidates_hash
 from agent.swebench.selection.evidence import InstanceCheck
 from agent.swebench.selection.properties import IssueProperties
 from agent.swebench.selection.rank import choose
+from envs.docker_util import remove_own_containers
 
 MODEL_NAME = "pgs-select"
 
@@ -244,8 +245,10 @@ def select_all(
         futures = [pool.submit(one, instance) for instance in todo]
         for future in as_completed(futures):
             land(future.result())
-    except BaseException:
+    except BaseException as e:
         stop.set()
+        if isinstance(e, KeyboardInterrupt):  # Ctrl-C, SIGTERM, SIGHUP: stop now, as one
+            remove_own_containers()  # worker does: the running checks end at once
         raise
     finally:  # interrupted: nothing new starts; what runs ends with its containers
         pool.shutdown(wait=True, cancel_futures=True)
