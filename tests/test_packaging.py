@@ -56,7 +56,12 @@ def _declared() -> set[str]:
     requirements = list(project["dependencies"])
     for extra in project["optional-dependencies"].values():
         requirements += extra
-    return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower() for r in requirements}
+    return {_normal(re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0]) for r in requirements}
+
+
+def _normal(name: str) -> str:
+    """A distribution's name as PEP 503 compares them: `pydantic_core` is `pydantic-core`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def test_every_library_imported_directly_is_declared() -> None:
@@ -70,7 +75,7 @@ def test_every_library_imported_directly_is_declared() -> None:
     distributions = importlib.metadata.packages_distributions()
     missing = []
     for module in sorted(third_party - OPTIONAL):
-        names = {d.lower() for d in distributions.get(module, [module])}
+        names = {_normal(d) for d in distributions.get(module, [module])}
         if not names & _declared():
             missing.append(f"{module} (from {sorted(names)})")
     assert not missing, f"imported but not in pyproject's dependencies: {missing}"
