@@ -142,18 +142,43 @@ def list_containers(client: docker.DockerClient, *label_filters: str) -> list[di
     return found
 
 
-def _unavailable(error: Exception) -> DockerUnavailable:
+def _cause(error: Exception) -> tuple[str, str]:
+    """What keeps the daemon from being used, and what to do, for a ping's ``error``."""
     host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     text = str(error)
     if "Permission denied" in text or "PermissionError" in text:
-        return DockerUnavailable(
-            f"no permission to use the Docker daemon at {host}: add your user to the 'docker' "
-            "group (then log in again) or run as root"
+        return (
+            f"no permission to use the Docker daemon at {host}",
+            "add your user to the 'docker' group (then log in again) or run as root",
         )
-    return DockerUnavailable(
-        f"cannot reach the Docker daemon at {host}: start Docker (e.g. `sudo systemctl start "
-        "docker`) or set DOCKER_HOST to a running daemon; without Docker use `--sandbox local`"
+    return (
+        f"cannot reach the Docker daemon at {host}",
+        "start Docker (e.g. `sudo systemctl start docker`) or set DOCKER_HOST to a running "
+        "daemon; without Docker use `--sandbox local`",
     )
+
+
+def _unavailable(error: Exception) -> DockerUnavailable:
+    cause, fix = _cause(error)
+    return DockerUnavailable(f"{cause}: {fix}")
+
+
+def docker_unreachable(timeout: float = 5.0) -> str | None:
+    """Why the daemon the environment names (DOCKER_HOST) cannot be used now, in a few words
+    ("cannot reach the Docker daemon at ..."), or None when it answers a ping within
+    ``timeout`` seconds. For commands that can do without Docker (``pgs demo``)."""
+    import docker
+    import docker.errors
+
+    try:
+        client = docker.from_env(timeout=timeout)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except (docker.errors.DockerException, OSError) as e:
+        return _cause(e)[0]
+    return None
 
 
 def docker_client() -> docker.DockerClient:

@@ -1,7 +1,9 @@
 """LocalSandbox: the Sandbox protocol on the host, in a copy of the repository.
 
 For users without Docker. It offers NO isolation: commands run as you, with your network and
-your files. Only the repository is copied, so the original working tree is never modified.
+your files. Only the repository is copied, so the original working tree is never modified; the
+folders pgs made for its results (``trajectories/``, :data:`envs.sandbox.RESULTS_GITIGNORE`) are
+left out of the copy.
 What a command starts ends with it, as in the Docker sandbox: the helper is a child subreaper
 and ends its own descendants only, never another process of yours. The helper runs in a session
 of its own, as a container's would: a Ctrl-C in the terminal reaches pgs alone, which cancels
@@ -34,7 +36,7 @@ from envs import scratch
 from envs.channel import HelperSandbox, helper_source
 from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
-from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT
+from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, RESULTS_GITIGNORE
 from envs.seal import Unsealed
 
 #: The host variables commands in the local sandbox see: what programs need to find programs,
@@ -61,6 +63,19 @@ def sandbox_environ(home: str, environ: Mapping[str, str] | None = None) -> dict
     environ = os.environ if environ is None else environ
     kept = {k: v for k, v in environ.items() if k in HOST_ENV or k.startswith("LC_")}
     return {**kept, "HOME": home}
+
+
+def _results_folders(folder: str, names: list[str]) -> list[str]:
+    """What of ``folder`` the copy leaves out: all of it when it is a folder pgs made for its
+    results (:data:`envs.sandbox.RESULTS_GITIGNORE`), so earlier runs' files stay out."""
+    if ".gitignore" not in names:
+        return []
+    try:
+        with open(os.path.join(folder, ".gitignore"), encoding="utf-8") as f:
+            marked = f.read(len(RESULTS_GITIGNORE) + 1) == RESULTS_GITIGNORE
+    except (OSError, UnicodeDecodeError):
+        return []
+    return names if marked else []
 
 
 class LocalSandboxConfig(SandboxSettings):
@@ -142,7 +157,7 @@ class LocalSandbox(HelperSandbox):
         try:
             self.repo_path = str(self._tmp / "repo")
             self.home = str(self._tmp / "home")
-            shutil.copytree(repo, self.repo_path, symlinks=True)
+            shutil.copytree(repo, self.repo_path, symlinks=True, ignore=_results_folders)
             os.makedirs(self.home)
             helper = self._tmp / "pgs_helper.py"
             helper.write_bytes(helper_source())

@@ -22,6 +22,21 @@ DEFAULT_MAX_OUTPUT = 1_000_000
 DEFAULT_TIMEOUT = 120.0
 #: Folders of the repository that are never part of a patch (the Tester's properties live here).
 SCRATCH_DIRS: tuple[str, ...] = (".pgs",)
+#: What running Python, pytest, Hypothesis and setuptools leave in a repository (gitignore
+#: patterns): an untracked match is never part of a patch, whether or not the repository
+#: ignores it, since the agent did not write it; a file the repository tracks is unaffected.
+BYPRODUCTS: tuple[str, ...] = (
+    "__pycache__/",
+    "*.py[cod]",
+    ".pytest_cache/",
+    ".hypothesis/",
+    "*.egg-info/",
+)
+#: The ``.gitignore`` pgs writes into a folder it makes for its results (``trajectories/``):
+#: git ignores the folder, and :class:`~envs.local.LocalSandbox` never copies it in.
+RESULTS_GITIGNORE = (
+    "# pgs's results: git ignores this folder (delete this file to commit them)\n*\n"
+)
 
 
 @dataclass(frozen=True)
@@ -96,8 +111,9 @@ class Sandbox(Protocol):
 #: Run before the diff: a throwaway git folder that borrows the repository's objects
 #: (alternates) and nothing else of it: not its config (filters, textconv, fsmonitor,
 #: ``core.worktree``), its replace refs, its attributes file or its index. Only excludes are
-#: read (``.git/info/exclude`` and ``core.excludesFile``): leaving a file out of the patch
-#: never makes a check pass, since a sealed check sees only the patch (:mod:`envs.seal`).
+#: read (``.git/info/exclude`` and ``core.excludesFile``), and :data:`BYPRODUCTS` added to them:
+#: leaving a file out of the patch never makes a check pass, since a sealed check sees only the
+#: patch (:mod:`envs.seal`).
 _SAFE_DIFF = (
     'top=$(pwd -P) && objs=$(cd "$(git rev-parse --git-common-dir)" && pwd -P)/objects && '
     "base=$(git --no-replace-objects rev-parse --verify {base}^{{commit}}) && "
@@ -106,6 +122,7 @@ _SAFE_DIFF = (
     "x=$(git config --path core.excludesFile 2>/dev/null || "
     'echo "${{XDG_CONFIG_HOME:-$HOME/.config}}/git/ignore") && '
     'cat "$x" "$objs/../info/exclude" > "$g/info/exclude" 2>/dev/null; '
+    "printf '\\n%s' " + " ".join(shlex.quote(p) for p in BYPRODUCTS) + ' >> "$g/info/exclude"; '
     'cp "$objs/../shallow" "$g/" 2>/dev/null; '
     'export GIT_DIR="$g" GIT_WORK_TREE="$top" GIT_INDEX_FILE="$g/index" GIT_CONFIG_NOSYSTEM=1 '
     "GIT_CONFIG_GLOBAL=/dev/null GIT_NO_REPLACE_OBJECTS=1 GIT_ATTR_NOSYSTEM=1 "

@@ -42,12 +42,14 @@ from agent.run.outputs import (
     check_output_dir,
     check_writable,
     default_output_dir,
+    first_missing,
+    mark_as_results,
     output_paths,
     usage,
 )
 from agent.run.reviewer import check_endpoints, check_models, check_prices
 from agent.run.runlog import RunLog
-from agent.run.task import Task, check_repo, load_issue
+from agent.run.task import Task, check_clean, check_repo, load_issue
 from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
@@ -232,8 +234,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         check_local_flags(github)
         pr_hook = None
-        repo = check_repo(args.repo, allow_dirty=args.allow_dirty)
+        repo = check_repo(args.repo, allow_dirty=True)
         task = load_issue(args.issue, repo)
+        if not args.allow_dirty:  # the issue file and the output folder are pgs's, not dirt
+            check_clean(repo, own=(*task.own, output_dir / task.instance_id))
         check_models(config)  # before any image or sandbox work
         if image_spec:
             task = dataclasses.replace(task, image_spec=image_spec)
@@ -320,6 +324,7 @@ def run_with_progress(
     (:func:`agent.run.attempts.run_attempts`: the attempts an earlier run finished are kept,
     unless ``overwrite``)."""
     check_writable(output_dir)
+    made = first_missing(output_dir / task.instance_id)
     with contextlib.ExitStack() as held:
         # The claim makes the same-instance check atomic: two runs of one issue into one
         # folder, started at once, cannot both pass it (agent.core.locks; it dies with the
@@ -329,6 +334,8 @@ def run_with_progress(
         except Claimed as e:
             raise InputError(f"{e}: wait for it to finish, or pass another --output-dir") from None
         check_output_dir(output_dir, task.instance_id, overwrite=overwrite)
+        if made is not None:  # once the run is sure to start: a refused one leaves nothing
+            mark_as_results(made)
         if overwrite:
             remove_attempts(output_dir, task.instance_id)
         terminal = TerminalHook() if quiet else LiveView(err, report)

@@ -2,8 +2,9 @@
 
 A script is one of:
 
-- a list of steps, or a YAML/JSON file holding one (or a mapping `{model: NAME, steps: [...]}`);
-  steps are consumed in order. A step is a reply
+- a list of steps, or a YAML/JSON file holding one (or a mapping `{model: NAME, steps: [...]}`,
+  with `repo_path: /repo` when the replies name the repository's path, see below); steps are
+  consumed in order. A step is a reply
   `{content: "...", tool_calls: [{name: ..., arguments: {...}}]}` (arguments may also be a raw
   string, sent verbatim) or an HTTP error to inject
   `{error: 429, retry_after: 0, message: ..., code: ...}`, or a raw body to answer with
@@ -20,6 +21,11 @@ A script is one of:
   messages are the model's own: chat completions with `tool_calls`, or a Responses API `output`
   list). A file is a recording when it is named `*.traj` or `*.traj.json`, or when its mapping
   has `history` or `messages` (:func:`trajectory_replies`).
+
+A recorded session names the repository where it was recorded (`/repo` in a Docker sandbox). A
+script whose mapping says so (`repo_path`) can be replayed where the repository is elsewhere (the
+local sandbox's copy): after `Script.serve_repo_at(path)` every reply names `path` in its place,
+in its text and its tool calls' arguments (:func:`moved_reply`).
 
 Usage is counted deterministically: `count_tokens(text) = ceil(len(text) / 4)`. Prompt tokens
 are the sum over request messages of `message_tokens` (the count of their text content plus
@@ -58,6 +64,7 @@ __all__ = [
     "count_tokens",
     "load_script",
     "message_tokens",
+    "moved_reply",
     "parse_step",
     "reply_message",
     "trajectory_kind",
@@ -139,14 +146,25 @@ class Script:
         steps: list[Step] | None = None,
         policy: Policy | None = None,
         model: str | None = None,
+        repo_path: str | None = None,
     ) -> None:
         if (steps is None) == (policy is None):
             raise ValueError("give exactly one of steps or policy")
         self.steps = steps
         self.policy = policy
         self.model = model
+        #: The repository's path the replies name (where they were recorded), if they do.
+        self.repo_path = repo_path
+        self._moved_to: str | None = None
         self._next = 0
         self._lock = threading.Lock()
+
+    def serve_repo_at(self, path: str) -> None:
+        """From now on, replies name ``path`` where they name :attr:`repo_path` (the repository
+        is there in the sandbox the session is replayed in)."""
+        if self.repo_path is None:
+            raise ScriptError("the script names no repo_path: its replies cannot be moved")
+        self._moved_to = None if path == self.repo_path else path
 
     def next_step(self, request: dict[str, Any]) -> Step | str:
         """The step for this request, or the 400 message explaining why there is none."""
@@ -170,7 +188,29 @@ class Script:
                 )
             step = self.steps[self._next]
             self._next += 1
-            return step
+        if isinstance(step, Reply) and self._moved_to is not None and self.repo_path:
+            return moved_reply(step, self.repo_path, self._moved_to)
+        return step
+
+
+def moved_reply(reply: Reply, old: str, new: str) -> Reply:
+    """``reply`` with the path ``old`` (a whole path component sequence: ``/repo``, ``/repo/x``,
+    never ``/repository``) replaced by ``new``, in its text and its tool calls' arguments."""
+    pattern = re.compile(r"(?<![\w.~/-])" + re.escape(old.rstrip("/")) + r"(?![\w~-]|\.\w)")
+
+    def move(value: Any) -> Any:
+        if isinstance(value, str):
+            return pattern.sub(lambda _: new, value)
+        if isinstance(value, dict):
+            return {key: move(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [move(item) for item in value]
+        return value
+
+    calls = [
+        call.model_copy(update={"arguments": move(call.arguments)}) for call in reply.tool_calls
+    ]
+    return reply.model_copy(update={"content": move(reply.content), "tool_calls": calls})
 
 
 ScriptSource = Script | list[Any] | Policy | str | Path
@@ -210,15 +250,21 @@ def _load_from_string(text: str, model: str | None) -> Script:
         raise ScriptError(f"{path}: not valid YAML{at}: {problem}") from None
     if isinstance(data, dict) and ({"history", "messages"} & set(data)):
         return _load_traj(path, model)
+    repo_path = None
     if isinstance(data, dict):
-        unknown = set(data) - {"model", "steps"}
+        unknown = set(data) - {"model", "steps", "repo_path"}
         if unknown or "steps" not in data:
-            raise ScriptError(f"{path}: a mapping script needs 'steps' (and optional 'model')")
+            raise ScriptError(
+                f"{path}: a mapping script needs 'steps' (and optional 'model', 'repo_path')"
+            )
         model = model or data.get("model")
+        repo_path = data.get("repo_path")
+        if repo_path is not None and not (isinstance(repo_path, str) and repo_path[:1] == "/"):
+            raise ScriptError(f"{path}: 'repo_path' must be an absolute path, like /repo")
         data = data["steps"]
     if not isinstance(data, list):
         raise ScriptError(f"{path}: expected a list of steps, got {type(data).__name__}")
-    return Script(steps=_parse_steps(data, str(path)), model=model)
+    return Script(steps=_parse_steps(data, str(path)), model=model, repo_path=repo_path)
 
 
 def _load_policy(spec: str) -> Policy:

@@ -24,6 +24,7 @@ properties are read back from its ``.traj``. ``--attempts 1`` (the default) is a
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import uuid
@@ -55,6 +56,7 @@ from agent.run.reviewer import with_pinned_plugins
 from agent.run.run_task import run_task
 from agent.run.sandbox import base_commit, close_after_error, open_sandbox
 from agent.run.task import Task
+from envs.sandbox import Sandbox
 
 #: Exit statuses of an attempt that a resume runs again.
 UNFINISHED = {None, "interrupted", "exit_error"}
@@ -188,6 +190,9 @@ class _AttemptHook(RunHook):
     def on_status(self, text: str) -> None:
         self.hooks.on_status(f"{self.prefix}: {text}")
 
+    def on_sandbox(self, sandbox: Sandbox) -> None:
+        self.hooks.on_sandbox(sandbox)
+
     def on_step(self, agent: Agent, step: Step) -> None:
         self.hooks.on_step(agent, step)
 
@@ -266,7 +271,8 @@ def run_attempts(
             stopped = f"attempt {k}'s verdict is {record.verdict} (early stop)"
             break
     hook.on_status("checking every attempt's patch by the same evidence")
-    selection = select(task, config, done, shared, hook)
+    own = dataclasses.replace(task, own=(*task.own, output_dir / task.instance_id))
+    selection = select(own, config, done, shared, hook)
     selection.count, selection.ran, selection.stopped = attempts.count, len(done), stopped
     selection.total_cost = spent
     return _write_chosen(task, config, output_dir, done, selection, hook)
@@ -284,7 +290,9 @@ def select(
     early stop) keeps its own last check as its evidence: there is nothing to compare."""
     if len(done) == 1:
         return _alone(*done[0], shared)
-    box = open_sandbox(config, task.repo, uuid.uuid4().hex[:12], hooks, task.image_spec)
+    box = open_sandbox(
+        config, task.repo, uuid.uuid4().hex[:12], hooks, task.image_spec, leave_out=task.own
+    )
     candidates: list[Candidate] = []
     try:
         base = base_commit(box)

@@ -5,6 +5,9 @@
 - ``on_start(task, config)`` once, before anything is prepared;
 - ``on_status(text)`` with progress text (the image, the sandbox, the agent, PGS's rounds:
   ``"PGS: ..."``), from the thread that runs the task;
+- ``on_sandbox(sandbox)`` when a sandbox of the run is ready (the repository and the user's
+  uncommitted changes in it), before any command of the agent's runs there (the demo's
+  recorded session learns where the repository is: :mod:`agent.cli.demo`);
 - ``on_step(agent, step)`` after each step of the Generator (``step``: the ``.traj`` entry, a
   :class:`agent.record.trajectory.Step`);
 - ``on_round(record)`` after PGS checked a candidate (``record``: its
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from agent.record.trajectory import Step
     from agent.run.config import RunConfig
     from agent.run.task import Task
+    from envs.sandbox import Sandbox
 
 
 class RunHook:
@@ -41,6 +45,9 @@ class RunHook:
 
     def on_status(self, text: str) -> None:
         """What the run is doing now, in a few words."""
+
+    def on_sandbox(self, sandbox: Sandbox) -> None:
+        """A sandbox of the run is ready; nothing of the agent's has run in it yet."""
 
     def on_step(self, agent: Agent, step: Step) -> None:
         """The Generator finished a step (``agent.steps`` counts them)."""
@@ -65,6 +72,10 @@ class Hooks(RunHook):
     def on_status(self, text: str) -> None:
         for hook in self.hooks:
             hook.on_status(text)
+
+    def on_sandbox(self, sandbox: Sandbox) -> None:
+        for hook in self.hooks:
+            hook.on_sandbox(sandbox)
 
     def on_step(self, agent: Agent, step: Step) -> None:
         for hook in self.hooks:

@@ -1,7 +1,7 @@
 """A run's files: where they go (:func:`output_paths`), the checks that an output folder can
-take them (:func:`check_output_dir`, :func:`check_writable`, before any image work), writing the
-``.traj``, ``.patch`` and ``.pred`` (:func:`write_results`), and what the run used
-(:func:`usage`)."""
+take them (:func:`check_output_dir`, :func:`check_writable`, before any image work), making the
+folder (:func:`make_output_dir`: git ignores what pgs makes), writing the ``.traj``, ``.patch``
+and ``.pred`` (:func:`write_results`), and what the run used (:func:`usage`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from agent.errors import InputError, OutputNotWritten
 from agent.pgs.compare import prediction_fields
 from agent.run.config import RunConfig
 from agent.run.task import Task
+from envs.sandbox import RESULTS_GITIGNORE
 
 
 def default_output_dir(model: str) -> Path:
@@ -40,6 +41,35 @@ def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
 
 #: The files that say a run of the instance was made (its log and config alone do not).
 RESULTS = ("traj", "patch", "pred", "properties")
+
+
+def first_missing(folder: Path) -> Path | None:
+    """The topmost folder on the way to ``folder`` that does not exist yet (None: it exists)."""
+    folder = Path(folder).absolute()
+    missing = [p for p in (folder, *folder.parents) if not p.exists()]
+    return missing[-1] if missing else None
+
+
+def mark_as_results(folder: Path) -> None:
+    """Give a folder pgs made for its results a ``.gitignore`` of ``*``
+    (:data:`envs.sandbox.RESULTS_GITIGNORE`), as pytest's cache folder has: results written
+    inside a repository (``./trajectories`` with ``--repo .``) are never a change git sees, and
+    no sandbox copies them in. Only ever a folder pgs made: one that existed is left alone."""
+    # "x": a run started beside this one may have written it first.
+    with (
+        contextlib.suppress(FileExistsError),
+        open(Path(folder) / ".gitignore", "x", encoding="utf-8") as f,
+    ):
+        f.write(RESULTS_GITIGNORE)
+
+
+def make_output_dir(output_dir: Path) -> None:
+    """Make ``output_dir`` with its missing parents; the topmost one made is marked
+    (:func:`mark_as_results`)."""
+    made = first_missing(output_dir)
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    if made is not None:
+        mark_as_results(made)
 
 
 def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> None:

@@ -58,7 +58,14 @@ def run_task(
     model = get_model(config.model, global_stats)
     toolset = config.tools.toolset()
     sandbox = open_sandbox(
-        config, task.repo, run_id, hook, task.image_spec, toolset, record=replay["task"]
+        config,
+        task.repo,
+        run_id,
+        hook,
+        task.image_spec,
+        toolset,
+        record=replay["task"],
+        leave_out=(*task.own, output_dir / task.instance_id),
     )
     agent: Agent | None = None
     try:

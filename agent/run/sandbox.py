@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +16,7 @@ from agent.core.tools import Toolset
 from agent.errors import InputError
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
-from agent.run.task import head_commit, host_git
+from agent.run.task import head_commit, host_git, own_files
 from envs.errors import EnvError
 from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
@@ -35,12 +35,15 @@ def open_sandbox(
     image_spec: RepoImageSpec | None = None,
     toolset: Toolset | None = None,
     record: dict[str, Any] | None = None,
+    leave_out: Iterable[Path] = (),
 ) -> Sandbox:
     """The run's sandbox (:func:`envs.registry.make_sandbox`). One that starts from an image
     (Docker) gets the repository's image when none is given, with ``toolset``'s bundles
     installed when one has an install.sh (:func:`sandbox_image`). The image
     built, and the day of the package index it resolved against, go into ``record`` (the
-    ``task`` of the trajectory's ``replay_config``)."""
+    ``task`` of the trajectory's ``replay_config``). What is untracked under ``leave_out``
+    (pgs's own files: the issue file, the output folder, :func:`agent.run.task.own_files`)
+    is not carried in."""
     sandbox_config = config.sandbox
     if sandbox_config.takes_image:
         if not sandbox_config.image_tag():
@@ -59,7 +62,8 @@ def open_sandbox(
     box = make_sandbox(sandbox_config, repo=repo, run_id=run_id)
     try:
         copied = sandbox_config.copies_repo or _upload_if_missing(box, repo, hooks)
-        _carry_working_tree(box, repo, copied=copied)
+        _carry_working_tree(box, repo, copied=copied, own=own_files(repo, leave_out))
+        hooks.on_sandbox(box)
     except BaseException:
         close_after_error(box)
         raise
@@ -117,22 +121,29 @@ def _upload_if_missing(box: Sandbox, repo: Path, hooks: RunHook) -> bool:
     return True
 
 
-def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool) -> None:
+def _carry_working_tree(box: Sandbox, repo: Path, *, copied: bool, own: Sequence[str]) -> None:
     """Give the sandbox the user's uncommitted changes, committed there, so the agent's patch
     holds only the agent's own changes and applies on top of the user's tree. ``copied``: the
     sandbox already holds the working tree (LocalSandbox), only the commit is missing.
     An untracked symbolic link is carried as a link (its target's path, never its content:
-    a link to a host file or folder brings nothing of the host in)."""
+    a link to a host file or folder brings nothing of the host in). The untracked files
+    ``own`` (pgs's own) are not carried: removed from a copy, never written into an image."""
+    if copied:
+        for start in range(0, len(own), 100):
+            names = " ".join(shlex.quote(name) for name in own[start : start + 100])
+            box.run(f"rm -f -- {names}")
     patch = host_git(repo, "diff", "HEAD", "--binary")
-    untracked = host_git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
-    if not patch and not any(untracked):
+    listed = host_git(repo, "ls-files", "--others", "--exclude-standard", "-z").split("\0")
+    mine = set(own)
+    untracked = [name for name in listed if name and name not in mine]
+    if not patch and not untracked:
         return
     if patch and not copied:
         box.write_file("/tmp/pgs-worktree.patch", patch)
         result = box.run("git apply --whitespace=nowarn /tmp/pgs-worktree.patch")
         if not result.ok and "already exists" not in result.output:
             raise EnvError(f"could not carry the uncommitted changes over:\n{result.output}")
-    for name in filter(None, untracked):
+    for name in untracked:
         if copied or any(name.startswith(d + "/") for d in SCRATCH_DIRS):
             continue
         path = repo / name

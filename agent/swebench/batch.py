@@ -91,7 +91,7 @@ from agent.record.trajectory import Info, RunRecord
 from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
-from agent.run.outputs import output_paths
+from agent.run.outputs import make_output_dir, output_paths
 from agent.run.runlog import BatchLog, RunLog
 from agent.run.task import Task
 from agent.swebench import (
@@ -481,7 +481,7 @@ class Batch:
         """Run every pending instance; (exit statuses of this run, ids skipped by resume).
         What the batch logs goes to ``batch.log`` (each instance's own lines to its
         ``<id>.log``), its exit statuses to :data:`EXIT_STATUSES`."""
-        self.output_dir.mkdir(parents=True, exist_ok=True)
+        make_output_dir(self.output_dir)
         with BatchLog(self.output_dir / "batch.log", self.redactor):
             logger.info(
                 "batch of %s (%d workers) into %s: model %s, feedback %s",

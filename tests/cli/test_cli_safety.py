@@ -313,11 +313,12 @@ def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path)
         outputs = [p.communicate(timeout=120) for p in procs]
     for proc, (_, stderr) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, stderr.decode()
-    folders = sorted((tmp_path / "trajectories").iterdir())
+    # Beside them: the .gitignore pgs made with the folder (agent.run.outputs.mark_as_results).
+    folders = sorted(p for p in (tmp_path / "trajectories").iterdir() if p.is_dir())
     assert len(folders) == 2  # trajectories/<time>-scripted-<random>, one per run
     for folder in folders:
         assert folder.name.split("-")[2] == MODEL
-        (run,) = folder.iterdir()
+        (run,) = [p for p in folder.iterdir() if p.is_dir()]
         suffixes = sorted(p.suffix for p in run.iterdir())
         assert suffixes == [".log", ".patch", ".pred", ".traj", ".yaml"]
         assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()

@@ -45,7 +45,7 @@ def pgs_run(
 
 def results(out: Path) -> tuple[dict[str, Any], str, dict[str, Any]]:
     """The run's ``.traj``, ``.patch`` and ``.pred``; each must exist."""
-    (folder,) = out.iterdir()
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]  # beside it: the .gitignore pgs made
     name = folder.name
     traj = json.loads((folder / f"{name}.traj").read_text())
     pred = json.loads((folder / f"{name}.pred").read_text())

@@ -553,7 +553,10 @@ def test_demo_builds_the_repository_image_and_its_patch_passes_the_hidden_tests(
     code = main(["demo", "--output-dir", str(tmp_path / "demo")])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "hidden tests on the patched repository: PASS" in captured.err
+    assert (
+        "hidden tests on the patched repository: PASS (sealed: in a fresh container of the "
+        "repository's image, never touched by the agent)"
+    ) in captured.err.splitlines()
     assert "exit status: submitted" in captured.err
     assert "+    middle = len(ordered) // 2" in captured.out
 

@@ -532,7 +532,7 @@ def test_public_names_and_the_exception_tree_are_pinned() -> None:
         "RawReply",
         *["ScriptedToolCall", "count_tokens", "load_script", "message_tokens", "parse_step"],
         *["trajectory_kind", "trajectory_replies"],
-        "reply_message",
+        *["reply_message", "moved_reply"],
     }
     assert set(agent.cli.serve.__all__) == {"register", "serve_script_command"}
     assert issubclass(ModelError, RuntimeError)
