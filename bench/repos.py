@@ -120,6 +120,14 @@ REPOS: tuple[RealRepo, ...] = (
         "tests/test_items.py",
     ),
     RealRepo(
+        "black",
+        "https://github.com/psf/black",
+        "8947c48ef2077c3a301b03c1e814dc2e3f78436e",
+        "hatchling + hatch-vcs, tox commands `pip install -e .[d]` (blackd's tests need it)",
+        "tests",
+        "tests/test_blackd.py",
+    ),
+    RealRepo(
         "simplejson",
         "https://github.com/simplejson/simplejson",
         "639b2ee73b2de6b385fcd4d44e0e08054a4d8a0e",

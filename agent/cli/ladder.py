@@ -52,7 +52,7 @@ from rich.text import Text
 from agent.cli.batch import print_statuses
 from agent.cli.demo import EXAMPLES, _check_hidden_tests, make_example_repo
 from agent.cli.eval import add_environment_flags
-from agent.cli.report import print_comparison
+from agent.cli.report import add_wide_flag, print_comparison
 from agent.core.trajectory import write_atomic
 from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
@@ -159,6 +159,7 @@ def register(commands: Any) -> None:
         "--redo", action="store_true", help="rerun finished instances and grade again"
     )
     parser.add_argument("--json", action="store_true", help="print the table as JSON")
+    add_wide_flag(parser)
     parser.add_argument(
         "--config",
         type=Path,
@@ -263,7 +264,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print_comparison(result, title="the PGS ladder (Table 7 at repository level)")
+        title = "the PGS ladder (Table 7 at repository level)"
+        print_comparison(result, title=title, wide=args.wide)
         for row in rows:
             err.print(f"{row.name}: {row.title}")
     err.print(f"cost: ${stats.total_cost:.4f}; the rows are in {output_dir}")

@@ -48,6 +48,7 @@ from envs.images.detect import (
     choose_python,
     clean_requirements,
     detect_dependencies,
+    extras_of_test_setup,
     included_files,
 )
 from envs.images.git import (
@@ -100,6 +101,7 @@ __all__ = [
     "detect_dependencies",
     "digest",
     "ensure_base_image",
+    "extras_of_test_setup",
     "file_lock",
     "finish_repo_steps",
     "git_setup_steps",

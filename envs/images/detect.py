@@ -11,7 +11,10 @@ an earlier one, as in the official SWE-bench harness):
    one (flask's tests need the pytest its lock pins, not the newest).
 2. the project itself, if installable (``setup.py``, or ``pyproject.toml`` with
    ``[build-system]`` or ``[project]``), editable, with its ``test`` / ``tests`` / ``testing`` /
-   ``dev`` extras (``[project.optional-dependencies]``, poetry extras, setup.cfg, setup.py);
+   ``dev`` extras (``[project.optional-dependencies]``, poetry extras, setup.cfg, setup.py),
+   and the extras its own test set-up installs (:func:`extras_of_test_setup`: tox's test
+   environments, ``noxfile.py``'s ``session.install``, the install lines of CI jobs that run
+   the tests), those of them the project declares;
 3. the ``test`` / ``tests`` / ``testing`` / ``dev`` dependency groups (PEP 735) and the
    ``deps`` of tox.ini's ``[testenv]``;
 4. the user's ``pip_packages``.
@@ -28,7 +31,7 @@ import posixpath
 import re
 import shlex
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -379,6 +382,99 @@ def _tox_deps(files: Mapping[str, bytes]) -> tuple[list[str], set[str]]:
     return lines("deps"), set(lines("extras"))
 
 
+#: Tox environments, CI workflow files and jobs that do not run the tests.
+_NOT_TEST_ENVS = re.compile(
+    r"pre[-_]?commit|lint|typecheck|typing|mypy|docs?\b|release|publish|upload|format|style|"
+    r"flake8|pylint|ruff|changelog|docker|zizmor|binar"
+)
+#: An install of the project with extras, in a shell line: `-e .[d]`, `".[d,test]"`, `'.[x]'`.
+_PROJECT_WITH_EXTRAS = re.compile(
+    r"""(?:^|[\s"'=])(?:-e\s*|--editable[=\s]+)?(?:file:)?\.(?:/)?\[([^\]"']+)\]"""
+)
+#: A shell line that installs packages with pip (or uv's pip).
+_PIP_INSTALL = re.compile(r"\bpip3?(?:\.exe)?\s+install\b|\buv\s+pip\s+install\b")
+#: A CI job's command that runs a test suite.
+_RUNS_TESTS = re.compile(r"\b(?:pytest|py\.test|tox|nox|unittest|coverage\s+run|hatch\s+test)\b")
+#: A string argument of ``session.install(...)`` that is the project with extras.
+_NOX_INSTALL = re.compile(r"session\.install\(([^)]*)\)")
+_NOX_PROJECT = re.compile(r"""["'](?:-e\s*)?\.(?:/)?\[([^\]"']+)\]["']""")
+
+
+def _extras_in_install_lines(text: str) -> set[str]:
+    """The extras of every install of the project on the pip lines of ``text``."""
+    found: set[str] = set()
+    for line in text.splitlines():
+        if _PIP_INSTALL.search(line):
+            for match in _PROJECT_WITH_EXTRAS.finditer(line):
+                found |= {e.strip() for e in match.group(1).split(",")}
+    return found
+
+
+def _tox_setup_extras(text: str) -> set[str]:
+    """``extras`` and the extras ``commands`` install (``pip install -e .[d]``) of every test
+    environment of tox.ini: one whose commands run a test runner, not named for docs, lint,
+    release, ... (factor-conditional lines skipped)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return set()
+    found: set[str] = set()
+    for section in parser.sections():
+        if section != "testenv" and not section.startswith("testenv:"):
+            continue
+        if _NOT_TEST_ENVS.search(section.removeprefix("testenv").lower()):
+            continue
+        if not _RUNS_TESTS.search(parser.get(section, "commands", fallback="")):
+            continue  # `black --check`, a build: not the test suite
+        for line in parser.get(section, "extras", fallback="").splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line and not re.match(r"^[\w,!-]+:\s", line):
+                found |= {e.strip() for e in line.split(",")}
+        for option in ("commands_pre", "commands"):
+            found |= _extras_in_install_lines(parser.get(section, option, fallback=""))
+    return found
+
+
+def _workflow_extras(text: str) -> set[str]:
+    """The extras the install lines of a GitHub Actions workflow install, in the jobs that run
+    a test suite (a job that only lints or builds docs does not count)."""
+    try:
+        workflow = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return set()
+    jobs = workflow.get("jobs") if isinstance(workflow, dict) else None
+    found: set[str] = set()
+    for name, job in (jobs or {}).items():
+        if not isinstance(job, dict) or _NOT_TEST_ENVS.search(str(name).lower()):
+            continue
+        steps = [s for s in job.get("steps") or [] if isinstance(s, dict)]
+        runs = "\n".join(str(s["run"]) for s in steps if isinstance(s.get("run"), str))
+        if _RUNS_TESTS.search(runs):
+            found |= _extras_in_install_lines(runs)
+    return found
+
+
+def extras_of_test_setup(files: Mapping[str, bytes]) -> set[str]:
+    """The extras of the project its own test set-up installs, read without running any of it:
+    tox.ini's test environments (``extras``, ``pip install -e .[x]`` in ``commands``),
+    ``noxfile.py`` (``session.install("-e", ".[x]")``, as text), and the pip install lines of
+    ``.github/workflows/*.yml`` jobs that run the tests. Names as written; which of them the
+    project declares is the caller's check."""
+    found: set[str] = set()
+    if "tox.ini" in files:
+        found |= _tox_setup_extras(files["tox.ini"].decode(errors="replace"))
+    if "noxfile.py" in files:
+        for call in _NOX_INSTALL.finditer(files["noxfile.py"].decode(errors="replace")):
+            for match in _NOX_PROJECT.finditer(call.group(1)):
+                found |= {e.strip() for e in match.group(1).split(",")}
+    for path in sorted(files):
+        workflow = path.rsplit("/", 1)[-1].lower()
+        if path.startswith(".github/workflows/") and not _NOT_TEST_ENVS.search(workflow):
+            found |= _workflow_extras(files[path].decode(errors="replace"))
+    return {e for e in found if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", e)}
+
+
 def lock_constraints(files: Mapping[str, bytes]) -> bytes:
     """``name==version`` of each index package ``uv.lock`` or ``poetry.lock`` pins (the test
     tools at the versions the project's own CI uses); a package locked at several versions (by
@@ -414,7 +510,11 @@ def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _declared_extras(files: Mapping[str, bytes], pyproject: dict[str, Any]) -> set[str]:
+def _declared_extras(
+    files: Mapping[str, bytes], pyproject: dict[str, Any], candidates: Iterable[str] = ()
+) -> set[str]:
+    """The extras the project declares (setup.py: those of the test names and ``candidates``
+    it names in its ``extras_require``, read as text)."""
     declared: set[str] = set(pyproject.get("project", {}).get("optional-dependencies", {}))
     declared |= set(pyproject.get("tool", {}).get("poetry", {}).get("extras", {}))
     if "setup.cfg" in files:
@@ -427,8 +527,9 @@ def _declared_extras(files: Mapping[str, bytes], pyproject: dict[str, Any]) -> s
             pass
     setup_py = files.get("setup.py", b"").decode(errors="replace")
     if "extras_require" in setup_py:
-        for extra in TEST_EXTRAS:
-            if re.search(rf"""["']{extra}["']\s*:|\b{extra}\s*=\s*[\[(]""", setup_py):
+        for extra in {*TEST_EXTRAS, *candidates}:
+            name = re.escape(extra)
+            if re.search(rf"""["']{name}["']\s*:|\b{name}\s*=\s*[\[(]""", setup_py):
                 declared.add(extra)
     return declared
 
@@ -481,7 +582,13 @@ def detect_dependencies(files: Mapping[str, bytes], spec: RepoImageSpec) -> Depe
         if spec.extras is not None:
             extras = tuple(spec.extras)
         else:
-            wanted_extras |= set(_test_names(_declared_extras(files, pyproject)))
+            setup_extras = extras_of_test_setup(files)
+            declared_extras = _declared_extras(files, pyproject, setup_extras)
+            wanted_extras |= set(_test_names(declared_extras))
+            # Only what the project declares: pip ignores an unknown extra with a warning, and
+            # a CI line may install another package's `.[x]` from its own folder.
+            known = {_canonical(e): e for e in declared_extras}
+            wanted_extras |= {known[_canonical(e)] for e in setup_extras if _canonical(e) in known}
             extras = tuple(sorted(wanted_extras))
     project = pyproject.get("project", {})
     declared = [str(r) for r in project.get("dependencies", []) or []]

@@ -10,7 +10,15 @@ from envs.errors import EnvError, NotAGitRepository
 from envs.images.build import raise_build_error
 
 #: Files detection reads (see :mod:`envs.images.detect`).
-DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "tox.ini", "uv.lock", "poetry.lock")
+DEPENDENCY_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "tox.ini",
+    "uv.lock",
+    "poetry.lock",
+    "noxfile.py",
+)
 
 
 def _git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -60,6 +68,8 @@ def is_dependency_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
     if path in DEPENDENCY_FILES:
         return True
+    if path.startswith(".github/workflows/") and path.count("/") == 2:  # CI install lines
+        return name.endswith((".yml", ".yaml"))
     if "doc" in name or not name.endswith((".txt", ".in")):
         return False
     if name.endswith(".in") and "requirements" not in path.lower():

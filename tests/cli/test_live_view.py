@@ -113,11 +113,13 @@ def run_argv(repo: Path, url: str, out: Path, *extra: str) -> list[str]:
     ]
 
 
-def in_terminal(argv: list[str], env: Mapping[str, str], timeout: float = 600) -> tuple[int, str]:
+def in_terminal(
+    argv: list[str], env: Mapping[str, str], timeout: float = 600, columns: int = 120
+) -> tuple[int, str]:
     """``python -m agent.cli ARGV`` with a pseudo-terminal (120 columns) as its stdin, stdout
     and stderr, as a user's shell starts it; its exit code and everything it wrote."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 120, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent.cli", *argv],
         stdin=slave,

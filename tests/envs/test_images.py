@@ -146,6 +146,136 @@ dev = ["my-tool[dev]", "ruff"]
     assert plan.project_steps() == ["python -m pip install -e '.[dev]'"]
 
 
+#: black's own test set-up (tox.ini, pyproject.toml at 8947c48e, trimmed): blackd's tests need
+#: the `d` extra, which only `commands` installs.
+BLACK_TOX = b"""[tox]
+envlist = {,ci-}py{310,311,312,313,314,315,py3},fuzz,run_self,generate_schema
+
+[testenv]
+setenv =
+    PYTHONPATH = {toxinidir}/src
+skip_install = True
+dependency_groups = cov-tests
+commands =
+    pip install -e .[d]
+    coverage erase
+    pytest tests --run-optional no_jupyter \
+        --numprocesses auto \
+        --cov {posargs}
+    pip install -e .[jupyter]
+    pytest tests --run-optional jupyter -m jupyter
+
+[testenv:run_self]
+commands =
+    pip install -e .[uvloop]
+    black --check {toxinidir}
+
+[testenv:docs]
+extras = colorama
+"""
+BLACK_PYPROJECT = b"""
+[build-system]
+requires = ["hatchling>=1.27.0", "hatch-vcs"]
+build-backend = "hatchling.build"
+[project]
+name = "black"
+dynamic = ["version"]
+[project.optional-dependencies]
+colorama = ["colorama>=0.4.3"]
+uvloop = ["uvloop>=0.15.2; sys_platform != 'win32'"]
+d = ["aiohttp>=3.10"]
+jupyter = ["ipython>=7.8.0", "tokenize-rt>=3.2.0"]
+[dependency-groups]
+tests = ["pytest>=7", "pytest-xdist>=3.0.2"]
+"""
+CI = b"""name: Test
+on: [push, pull_request]
+jobs:
+  main:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - name: Install
+        run: |
+          python -m pip install --upgrade pip
+          python -m pip install -e ".[server,test]" 'pytest-randomly'
+      - run: python -m pytest -q
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install -e '.[lint]'
+      - run: pre-commit run --all-files
+  selfcheck:
+    runs-on: ubuntu-latest
+    steps:
+      - run: pip install .[speedups] && python -m black --check .
+"""
+NOXFILE = b"""import nox
+
+@nox.session(python=["3.10", "3.12"])
+def tests(session: nox.Session) -> None:
+    session.install("-e", ".[cli, yaml]")
+    session.install("-e.[nope]")
+    session.run("pytest", *session.posargs)
+"""
+
+
+def test_extras_the_test_set_up_installs_are_installed_when_declared() -> None:
+    # black: tox's test environment installs d and jupyter (run_self formats black with
+    # itself, docs builds the docs: neither runs the tests).
+    plan = detect_dependencies(
+        {"pyproject.toml": BLACK_PYPROJECT, "tox.ini": BLACK_TOX}, RepoImageSpec()
+    )
+    assert plan.project_steps() == ["python -m pip install -e '.[d,jupyter]'"]
+    assert plan.env_steps() == ["python -m pip install 'pytest>=7' 'pytest-xdist>=3.0.2'"]
+    assert images.extras_of_test_setup({"tox.ini": BLACK_TOX}) == {"d", "jupyter"}
+
+    # A CI job that runs pytest, and a noxfile; the lint and selfcheck jobs run no tests.
+    assert images.extras_of_test_setup({".github/workflows/test.yml": CI}) == {"server", "test"}
+    assert images.extras_of_test_setup({"noxfile.py": NOXFILE}) == {"cli", "yaml", "nope"}
+    # A docs workflow does not count, whatever its jobs run.
+    assert images.extras_of_test_setup({".github/workflows/docs.yml": CI}) == set()
+    setup_cfg = b"[options.extras_require]\nserver = flask\ncli = click\nyaml = pyyaml\n"
+    files = {
+        "setup.cfg": setup_cfg,
+        "setup.py": b"from setuptools import setup\nsetup()\n",
+        "noxfile.py": NOXFILE,
+        ".github/workflows/test.yml": CI,
+    }
+    # Only the declared ones: `test` and `nope` are not extras of this project.
+    plan = detect_dependencies(files, RepoImageSpec())
+    assert plan.project_steps() == ["python -m pip install -e '.[cli,server,yaml]'"]
+    # setup.py's extras_require, read as text; the user's own extras still win.
+    setup_py = b"setup(name='x', extras_require={'server': ['flask'], \"test\": ['pytest']})\n"
+    plan = detect_dependencies({**files, "setup.py": setup_py}, RepoImageSpec())
+    assert plan.project_steps() == ["python -m pip install -e '.[cli,server,test,yaml]'"]
+    plan = detect_dependencies(files, RepoImageSpec(extras=["cli"]))
+    assert plan.project_steps() == ["python -m pip install -e '.[cli]'"]
+
+
+@given(st.text(max_size=300), st.sampled_from(["tox.ini", "noxfile.py", ".github/workflows/t.yml"]))
+def test_reading_the_test_set_up_never_fails_and_gives_only_extra_names(
+    text: str, path: str
+) -> None:
+    found = images.extras_of_test_setup({path: text.encode(errors="replace")})
+    assert all(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) for name in found)
+
+
+def test_detection_reads_the_noxfile_and_ci_workflows_at_the_commit(tmp_path: Path) -> None:
+    repo = make_repo(
+        tmp_path / "r",
+        {
+            "noxfile.py": NOXFILE.decode(),
+            ".github/workflows/test.yml": CI.decode(),
+            ".github/workflows/sub/other.yml": "jobs: {}\n",
+            ".github/dependabot.yml": "version: 2\n",
+            "pyproject.toml": BLACK_PYPROJECT.decode(),
+        },
+    )
+    files = images.dependency_files(repo, git(repo, "rev-parse", "HEAD").strip())
+    assert sorted(files) == [".github/workflows/test.yml", "noxfile.py", "pyproject.toml"]
+
+
 def test_poetry_groups_become_pep_508_requirements() -> None:
     pyproject = b"""
 [build-system]
@@ -383,3 +513,39 @@ def test_install_commands_run_offline_and_a_failure_names_the_command(
         build_repo_image(repo, spec=spec, run_id=run_id)
     assert caught.value.step.endswith(command)
     assert "No matching distribution found for pgs-no-such-package-xyz" in str(caught.value)
+
+
+def test_an_extra_only_the_tox_commands_install_is_in_the_image_and_its_tests_collect(
+    docker_client: Any, base_image: str, tmp_path: Path, run_id: str
+) -> None:
+    # As black's blackd tests: a test file imports what only the `d` extra brings, and only
+    # tox's `commands` install it (six: pure Python, not in the image otherwise; iniconfig
+    # would be, with pytest). Collected offline with no error, the extra's package there.
+    pyproject = """
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+
+[project]
+name = "dx"
+version = "0.1"
+
+[project.optional-dependencies]
+d = ["six"]
+docs = ["pgs-no-such-package-xyz"]  # not asked for by the test set-up: never installed
+"""
+    tox = "[testenv]\nskip_install = true\ncommands =\n    pip install -e .[d]\n    pytest tests\n"
+    repo = make_repo(
+        tmp_path / "dx",
+        {
+            "pyproject.toml": pyproject,
+            "tox.ini": tox,
+            "src/dx/__init__.py": f"MARK = {uuid.uuid4().hex!r}\n",
+            "tests/test_server.py": "import six\n\n\ndef test_it():\n    assert six\n",
+        },
+    )
+    built = build_repo_image(repo, spec=RepoImageSpec(python="3.9"), run_id=run_id)
+    script = "python3 -m pytest --collect-only -q -p no:cacheprovider tests"
+    code, output = _run(docker_client, built.tag, script, run_id)
+    assert code == 0, output  # without the extra: "1 error during collection", exit 2
+    assert output.strip().splitlines()[-1].startswith("1 test collected"), output

@@ -678,3 +678,62 @@ def test_the_workflow_users_copy_runs_pgs_github_as_documented(base_url: str) ->
         steps["Base image"]["run"].replace("${{ vars.PGS_PYTHON || '3.11' }}", "3.11"), {}
     )
     assert program == "pgs" and build_parser().parse_args(args).method == "dockerfile"
+
+
+#: The model keys the workflow takes from the repository's secrets: a provider's own variable
+#: (litellm reads it), or PGS_API_KEY for any other (pgs reads it via --model.api-key-env).
+PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
+
+
+@pytest.mark.parametrize(
+    ("model", "secret"),
+    [
+        ("gpt-4o", "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini/gemini-2.5-pro", "GEMINI_API_KEY"),
+        ("openrouter/qwen/qwen3-coder", "OPENROUTER_API_KEY"),
+        ("hosted_vllm/qwen3-coder", "PGS_API_KEY"),
+    ],
+)
+def test_the_workflow_takes_any_providers_key_and_installs_litellm(model: str, secret: str) -> None:
+    import tomllib
+
+    import yaml
+    from packaging.requirements import Requirement
+
+    from agent.cli import build_parser
+    from agent.core.secrets import is_secret
+
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    steps = {step.get("name", step.get("uses")): step for step in workflow["jobs"]["fix"]["steps"]}
+    # pgs-agent with its litellm extra (models of other providers go through litellm), as
+    # pyproject.toml names that extra.
+    wanted = Requirement(workflow["env"]["PGS_AGENT"])
+    pyproject = tomllib.loads((WORKFLOW.parents[1] / "pyproject.toml").read_text())
+    assert wanted.name == pyproject["project"]["name"] and wanted.extras == {"litellm"}
+    assert "litellm" in pyproject["project"]["optional-dependencies"]
+    assert step_argv(steps["Install pgs-agent"]["run"], {"PGS_AGENT": str(wanted)}) == [
+        "python",
+        "-m",
+        "pip",
+        "install",
+        str(wanted),
+    ]
+    # Each key comes from a secret of its own name (GitHub masks secrets in the logs), under
+    # a name pgs redacts from everything it writes; none is read in a shell line.
+    step = steps["pgs github"]
+    for name in (*PROVIDER_KEYS, "PGS_API_KEY"):
+        assert step["env"][name] == f"${{{{ secrets.{name} }}}}"
+        assert is_secret(name, "k3y-value-of-the-provider")
+    for each in workflow["jobs"]["fix"]["steps"]:
+        assert "secrets." not in each.get("run", "")
+    value = "k3y-value-of-the-provider"
+    env = {"PGS_MODEL": model, "RUNNER_TEMP": "/tmp/runner", secret: value}
+    if secret != "PGS_API_KEY":
+        env["PGS_API_KEY"] = ""  # a secret not set: an empty variable
+    program, *args = step_argv(step["run"], env)
+    assert program == "pgs" and value not in " ".join(args)
+    parsed = build_parser().parse_args(args)
+    assert parsed.model__name == model
+    # PGS_API_KEY set: pgs sends the key it holds; else the provider's own variable is read.
+    assert parsed.model__api_key_env == ("PGS_API_KEY" if secret == "PGS_API_KEY" else None)
