@@ -182,13 +182,15 @@ def narrow_table(result: dict[str, Any], title: str, width: int) -> Table:
             if setting.get(name) is not None
         ]
         verdicts = cells["verdicts"]
-        counted = " ".join(f"{v}={verdicts[v]}" for v in VERDICTS if verdicts[v]) or "none"
+        counted = "-"  # runs with no verdict: feedback none
+        if verdicts is not None:
+            counted = " ".join(f"{v}={verdicts[v]}" for v in VERDICTS if verdicts[v]) or "none"
         resolved = "-" if row["resolved"] is None else row["resolved"]
         rows.append(
             (
                 " ".join([label, *flags]),
                 f"{resolved} of {row['instances']}{cells['graded']}",
-                "-" if verdicts is None else counted,
+                counted,
                 cells["rounds"],
                 cells["tokens"],
                 cells["cost"],

@@ -88,10 +88,14 @@ def test_a_live_model_demo_in_the_local_sandbox_grades_without_docker(
     assert "cannot reach the Docker daemon" not in done.stderr
 
 
-def test_a_live_model_demo_without_docker_asks_for_the_local_sandbox(tmp_path: Path) -> None:
-    # A live model's commands are not known in advance: no silent fall-back to the host.
-    done = demo(tmp_path, OPENAI_API_KEY="sk-test-never-sent")
+def test_a_live_model_demo_without_docker_asks_for_the_local_sandbox(
+    tmp_path: Path, live_model: ScriptedServer
+) -> None:
+    # A live model's commands are not known in advance: no silent fall-back to the host. The
+    # model answers (it is checked first, before any sandbox), yet is never asked to work.
+    done = demo(tmp_path, OPENAI_API_KEY="sk-test-scripted", OPENAI_BASE_URL=live_model.url)
     assert done.returncode == 2, done.stderr
+    assert not live_model.requests
     (line,) = done.stderr.strip().splitlines()
     assert line == (
         f"pgs: error: cannot reach the Docker daemon at {NO_DOCKER}, and with OPENAI_API_KEY "

@@ -3,6 +3,7 @@ did outside its patch; the patch is computed by a git the repository's config ca
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,10 @@ def _head(box: Sandbox) -> str:
     return box.run("git rev-parse HEAD").output.strip()
 
 
-def _snapshots(client: Any) -> list[Any]:
-    return list(client.images.list(filters={"label": ["pgs-agent.kind=snapshot"]}))
+def _snapshots(client: Any, *, anyones: bool = False) -> list[Any]:
+    """This process's snapshots (other test workers share the daemon), or ``anyones``."""
+    found = ["pgs-agent.kind=snapshot"] + ([] if anyones else [f"{PID_LABEL}={os.getpid()}"])
+    return list(client.images.list(filters={"label": found}))
 
 
 def test_a_fresh_sandbox_holds_the_base_commit_and_nothing_the_generator_planted(
@@ -114,7 +117,7 @@ def test_snapshots_of_ended_runs_are_reaped(
         )
         mine = seal_of(box, _head(box))
         reap_orphans(docker_client)
-        ids = {i.id for i in _snapshots(docker_client)}
+        ids = {i.id for i in _snapshots(docker_client, anyones=True)}
         assert left.id not in ids
         assert mine.config.image in ids  # type: ignore[attr-defined]  # a live run's stays
 

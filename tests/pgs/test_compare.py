@@ -183,7 +183,7 @@ def test_modes_are_compared_side_by_side(
     assert by_id[(str(io), "a-2")]["resolved"] is False
 
     # The table a person reads: one row per mode, resolved as K/N, "-" without a report.
-    assert main(["report", str(none), str(io), str(pgs)]) == 0
+    assert main(["report", "--wide", str(none), str(io), str(pgs)]) == 0
     out = capsys.readouterr().out
     lines = {line.split()[1]: line for line in out.splitlines() if line.startswith("│")}
     # instances, resolved, then the verdicts: passed, partial, tests-only, tests-changed, ...
@@ -247,7 +247,7 @@ def test_rows_are_keyed_by_the_full_setting_not_the_mode_alone(
     assert data["rows"][2]["rounds"] == {"total": 4, "mean": 2.0}
 
     # The table: two property-min rows, told apart by their most rounds.
-    assert main(["report", str(five_rounds), str(once), str(again), str(older)]) == 0
+    assert main(["report", "--wide", str(five_rounds), str(once), str(again), str(older)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if "property-min" in line]
     cells = [[cell.strip() for cell in line.split("│")[1:6]] for line in lines]
     assert cells == [

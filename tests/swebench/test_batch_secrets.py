@@ -48,7 +48,10 @@ def test_a_batch_writes_no_secret(
     for pred in preds.values():
         assert '+PASSWORD = "***"' in pred["model_patch"]
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.suffix for p in files} == {".json", ".traj", ".patch", ".pred", ".log", ".yaml"}
+    # The output folder's .gitignore (``*``, pgs made the folder) is checked for the canary too.
+    assert out / ".gitignore" in files
+    suffixes = {p.suffix for p in files if p.name != ".gitignore"}
+    assert suffixes == {".json", ".traj", ".patch", ".pred", ".log", ".yaml"}
     for path in files:
         assert CANARY not in path.read_text(), path
     assert CANARY not in terminal.out + terminal.err
