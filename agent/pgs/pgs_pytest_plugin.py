@@ -30,6 +30,21 @@ What it does:
   the inputs a kept issue property failed on when it was validated on the original code are
   tried in every later check (the result's ``replayed`` says how many were fed; a replayed
   input that fails is reported like a generated one, ``from_replay`` on the failing input);
+- builds each failing Hypothesis test's counterexample POOL (``pool`` in its result,
+  :class:`agent.record.check.PoolInput`): every distinct failing input (by value) of its run
+  and shrink, then of a pool pass that runs the test once more with every failure recorded
+  and swallowed, so that Hypothesis runs all its inputs to the end (explicit, replayed and
+  generated; no shrink, no reuse), within what is left of the time limit. Each pooled input
+  has its ``source`` (generated, explicit, replayed, shrinking, shrunk), its ``runtime`` (the
+  call, untraced) and ``lines``: the repository lines (not test files) a rerun of a copy of
+  it (its unpickled replay form) runs, measured by coverage.py when it imports, else by
+  ``sys.settrace``, neither under another tracer (``pool_lines_by``, ``pool_note`` say
+  which, or why none). The host counts each one's tokens (``agent.pgs.pool.count_pool``);
+- with ``PGS_SHRINK_ORDER=pick-then-shrink`` (and shrinking on), the run does not shrink;
+  after the pool pass the generated input with the fewest tokens (the simple rule
+  ``\w+|[^\w\s]``: the plugin has no tokenizer) is replayed from its choices through a
+  one-entry example database and shrunk by Hypothesis, and the input it shrinks to joins
+  ``examples`` (second, after the reported one);
 - writes ``PGS_REPORT`` (a :class:`agent.record.check.CheckReport` as JSON) at the end of the
   session.
 
@@ -41,7 +56,9 @@ the same report), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: none), ``PGS_OUTPUT_CHARS`` (4000: cap on each test's raw output), ``PGS_SHRINK`` (1;
 ``0``: Hypothesis's shrink phase off), ``PGS_REPLAY`` (a path; unset: nothing replayed),
 ``PGS_SEARCH_EXAMPLES`` (inputs of the search after a failing explicit example; unset: as
-``PGS_MAX_EXAMPLES``).
+``PGS_MAX_EXAMPLES``), ``PGS_POOL`` (1; ``0``: no pool, no pool pass), ``PGS_POOL_SIZE`` (256
+distinct inputs per test), ``PGS_SHRINK_ORDER`` (``shrink-then-pick``, the default, or
+``pick-then-shrink``).
 
 The report::
 
@@ -113,6 +130,12 @@ REPORT_ENV = "PGS_REPORT"
 DEFAULT_MAX_EXAMPLES = 64
 #: Distinct failing inputs kept per test beyond the reported one (the shortest are kept).
 DEFAULT_KEEP_INPUTS = 16
+#: Distinct failing inputs pooled per test, with their measures (``PGS_POOL_SIZE``).
+DEFAULT_POOL_SIZE = 256
+#: ``PGS_SHRINK_ORDER``: Hypothesis shrinks its first failing input, then the host picks the
+#: fewest-token input of the pool (shrunk ones too); or the fewest-token input of the pool
+#: (the simple rule: the plugin has no tokenizer) is picked first, then shrunk.
+SHRINK_ORDERS = ("shrink-then-pick", "pick-then-shrink")
 #: Characters kept of what the code returned or raised on each of those inputs.
 SEEN_CHARS = 2000
 #: Longest replay form kept of one input (base64 characters); a longer input is not replayed.
@@ -139,6 +162,8 @@ def _hypothesis_profile() -> None:
     # shrinking (PGS_SHRINK=0, the ablation without minimisation) a failure is reported with
     # the first failing input found, as generated.
     left_out = {"explain"} if _env_number("PGS_SHRINK", 1) else {"explain", "shrink"}
+    if _pick_then_shrink():
+        left_out.add("shrink")  # the picked input is shrunk after the pool pass
     options: dict[str, Any] = {
         # Without PGS_SEED every run draws the same inputs (derived from each test's source);
         # with it, _seeded() gives every Hypothesis test its seed, which Hypothesis puts first.
@@ -154,6 +179,17 @@ def _hypothesis_profile() -> None:
     }
     settings.register_profile("pgs", **options)
     settings.load_profile("pgs")
+
+
+def _pool_on() -> bool:
+    return bool(_env_number("PGS_POOL", 1))
+
+
+def _pick_then_shrink() -> bool:
+    order = os.environ.get("PGS_SHRINK_ORDER", "").strip() or SHRINK_ORDERS[0]
+    if order not in SHRINK_ORDERS:
+        raise ValueError(f"PGS_SHRINK_ORDER={order!r}: use {' or '.join(SHRINK_ORDERS)}")
+    return order == "pick-then-shrink" and _pool_on() and bool(_env_number("PGS_SHRINK", 1))
 
 
 # -- the per-test time limit --------------------------------------------------------------------
@@ -268,6 +304,22 @@ class _Seen:
         self.failures = 0
         self.handle: Any = getattr(getattr(item, "obj", None), "hypothesis", None)
         self.inner: Any = getattr(self.handle, "inner_test", None)
+        #: The pool: every distinct failing input (by its text without spaces), in the order
+        #: first seen, with its measures (:meth:`_pooled`); at most ``pool_size``.
+        self.pool: dict[str, dict[str, Any]] = {}
+        self.pool_size = int(_env_number("PGS_POOL_SIZE", DEFAULT_POOL_SIZE))
+        self.pool_on = _pool_on()
+        self.pool_left_out = 0
+        #: "run" (pytest's own run of the test), "search" (after a failing explicit example),
+        #: "pool" (the pool pass: failures recorded and swallowed) or "shrink" (the picked input).
+        self.phase = "run"
+        self.phase_failures = 0
+        self.last_failing: str | None = None
+        self.lines: results.LineCounter | None = None
+        #: Hypothesis's choices of each drawn input, kept to shrink the picked one
+        #: (pick-then-shrink only: None otherwise).
+        self.choices: dict[str, bytes] | None = None
+        self.explicit_texts: set[str] = set()
 
     def __enter__(self) -> _Seen:
         if self.inner is not None:
@@ -279,6 +331,13 @@ class _Seen:
             wrapper: Any = functools.update_wrapper(call, self.inner)
             wrapper._pgs_wraps = self.inner
             self.handle.inner_test = wrapper
+            function = getattr(self.item.obj, "__func__", self.item.obj)
+            for given in getattr(function, "hypothesis_explicit_examples", ()):
+                values = dict(getattr(given, "kwargs", None) or {})
+                if values and not getattr(given, "args", None):
+                    self.explicit_texts.add(_squeezed(self._example(values)))
+            if _pick_then_shrink():
+                self.choices = {}
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -289,12 +348,115 @@ class _Seen:
         drawn = self._drawn(args, kwargs)
         example = None if drawn is None else self._example(drawn)
         blob = None if drawn is None else _replay_form(drawn)
+        started = time.perf_counter()
         try:
             return self.inner(*args, **kwargs)
         except (Exception, pytest.fail.Exception) as exc:
+            took = time.perf_counter() - started
             if example is not None and not type(exc).__module__.startswith("hypothesis"):
-                self._failed(example, blob, exc)
+                if self.phase != "pool":
+                    self._failed(example, blob, exc)
+                    self.phase_failures += 1
+                    self.last_failing = example
+                self._pooled(example, blob, exc, took, args, kwargs)
+                if self.phase == "pool":
+                    return None  # recorded; Hypothesis runs the next input
             raise
+
+    def _pooled(
+        self, example: str, blob: str | None, exc: BaseException, took: float, args: Any, kw: Any
+    ) -> None:
+        """Put a failing input in the pool (once per value) with its runtime (this call's,
+        untraced) and the repository lines it runs (a traced rerun of a copy of it)."""
+        if not self.pool_on:
+            return
+        key = _squeezed(example)
+        source = self._source(example, blob)
+        known = self.pool.get(key)
+        if known is not None:
+            if known["source"] in ("shrinking", "shrunk") and source not in ("shrinking",):
+                known["source"] = source  # the pool's drawn inputs are complete
+            return
+        if len(self.pool) >= self.pool_size:
+            self.pool_left_out += 1
+            return
+        entry: dict[str, Any] = {"example": example, "exc": exc, "runtime": took}
+        entry.update(source=source, replayed=blob is not None and blob in self.replaying)
+        entry["lines"] = self._lines_of(blob, args, kw)
+        if self.choices is not None and source == "generated":
+            found = _choices_now()
+            if found is not None:
+                self.choices[key] = found
+        self.pool[key] = entry
+
+    def _source(self, example: str, blob: str | None) -> str:
+        if blob is not None and blob in self.replaying:
+            return "replayed"
+        if _squeezed(example) in self.explicit_texts:
+            return "explicit"
+        if self.phase == "pool":
+            return "generated"
+        # A run, or the search, shrinks its first failing input: those after it are shrinks.
+        return "generated" if self.phase_failures == 1 and self.phase != "shrink" else "shrinking"
+
+    def start(self, phase: str) -> None:
+        """A new pass over the test: ``phase`` as :attr:`phase` says. The input the pass
+        before it ended on, when it shrank, is the ``shrunk`` one."""
+        last = self.pool.get(_squeezed(self.last_failing))
+        if last is not None and last["source"] == "shrinking":
+            last["source"] = "shrunk"
+        self.phase, self.phase_failures, self.last_failing = phase, 0, None
+
+    def _lines_of(self, blob: str | None, args: Any, kwargs: Any) -> int | None:
+        """Lines of the repository's code a fresh copy of the input runs (None: no tracer, or
+        the input does not copy: its arguments do not pickle)."""
+        if self.lines is None:
+            self.lines = results.LineCounter(_repository(self.item), _test_file(self.item))
+        if self.lines.tool is None or blob is None:
+            return None
+        try:
+            fresh = pickle.loads(base64.b64decode(blob))
+        except Exception:
+            return None
+        code = self.inner.__code__
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        again = [fresh.get(n, a) for n, a in zip(names, args)] + list(args[len(names) :])  # noqa: B905
+        again_kw = {k: fresh.get(k, v) for k, v in kwargs.items()}
+
+        def call() -> None:
+            try:
+                self.inner(*again, **again_kw)
+            except (KeyboardInterrupt, results.PgsTimeLimit):
+                raise
+            except BaseException:  # it failed before: the lines it ran are what counts
+                pass
+
+        return self.lines.measure(call)
+
+    def pool_inputs(self, root: str) -> list[dict[str, Any]]:
+        """The pool as the report writes it (:class:`agent.record.check.PoolInput`)."""
+        test_file = _test_file(self.item)
+        found = []
+        for entry in self.pool.values():
+            explicit = entry["source"] == "explicit"
+            one = _seen_input(entry["example"], entry["exc"], root, test_file)
+            if explicit:
+                leaves = results.leaf_exceptions(entry["exc"])
+                one["category"] = _classify(leaves, True, True, test_file)[1]
+            one.update(explicit=explicit, source=entry["source"])
+            one.update(runtime=round(entry["runtime"], 6), lines=entry["lines"])
+            if entry["replayed"]:
+                one["from_replay"] = True
+            found.append(one)
+        return found
+
+    def pool_note(self, pass_note: str | None) -> str | None:
+        notes = [] if pass_note is None else [pass_note]
+        if self.lines is not None and self.lines.tool is None:
+            notes.append(f"no line coverage: {self.lines.why}")
+        if self.pool_left_out:
+            notes.append(f"{self.pool_left_out} more failing inputs left out (PGS_POOL_SIZE)")
+        return "; ".join(notes) or None
 
     def _failed(self, example: str, blob: str | None, exc: BaseException) -> None:
         replayed = blob is not None and blob in self.replaying
@@ -354,6 +516,31 @@ class _Seen:
             found["from_replay"] = (example in self.replay_failed) or None
 
 
+def _repository(item: Any) -> str:
+    """The repository's root: pytest runs from it (the rootdir may be deeper)."""
+    return str(item.config.invocation_params.dir)
+
+
+def _choices_now() -> bytes | None:
+    """The choices Hypothesis made for the input running now, as its database stores them
+    (``choices_to_bytes`` since Hypothesis 6.1xx, the raw buffer before), or None."""
+    try:
+        from hypothesis.control import current_build_context
+
+        data = current_build_context().data
+    except Exception:  # not inside a Hypothesis test, or a version without it
+        return None
+    choices = getattr(data, "choices", None)
+    if choices is not None:
+        try:
+            from hypothesis.database import choices_to_bytes
+        except ImportError:
+            return None
+        return bytes(choices_to_bytes(choices))
+    buffer = getattr(data, "buffer", None)
+    return bytes(buffer) if buffer is not None else None
+
+
 def _replay_form(drawn: dict[str, Any]) -> str | None:
     """The drawn arguments as the plugin can feed them again, or None (they do not pickle,
     or are too long). Only this plugin reads it back, in the sandbox."""
@@ -402,6 +589,14 @@ def _replaying(item: Any, blobs: list[str], seen: _Seen) -> Any:
         yield fed
     finally:
         function.hypothesis_explicit_examples = before
+
+
+def _poolable(exc: BaseException) -> bool:
+    """A failure worth a pool pass: not the time limit (nothing is left of it), not a skip."""
+    leaves = results.leaf_exceptions(exc)
+    return not any(
+        results.is_timeout(leaf) or isinstance(leaf, pytest.skip.Exception) for leaf in leaves
+    )
 
 
 def _squeezed(example: str | None) -> str:
@@ -500,6 +695,7 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
     seen = getattr(item, "_pgs_seen", None)
     if seen is not None:
         seen.searching = True
+        seen.start("search")
     try:
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
             item.runtest()
@@ -510,6 +706,130 @@ def _search_without_explicit_examples(item: Any, root: str) -> dict[str, Any] | 
         return _failing_input(item, exc, printed.getvalue(), root)
     finally:
         function._hypothesis_internal_use_settings = parent
+
+
+# -- the pool: every failing input, each run to the end ------------------------------------------
+
+
+def _with_settings(item: Any, **changes: Any) -> Any:
+    """The test's function with its settings changed for one more pass, or None when it is
+    not a Hypothesis test pgs can run again (a unittest case reports its own way)."""
+    if type(item) is not pytest.Function or _inner_function(item) is None:
+        return None
+    function = getattr(item.obj, "__func__", item.obj)
+    parent = getattr(function, "_hypothesis_internal_use_settings", None)
+    if parent is None:
+        return None
+    from hypothesis import settings
+
+    function._pgs_parent_settings = parent
+    function._hypothesis_internal_use_settings = settings(parent, **changes)
+    return function
+
+
+def _another_pass(item: Any, seen: _Seen, phase: str, **changes: Any) -> BaseException | None:
+    """Run the test again with ``changes`` to its settings, as ``phase``; what it raised."""
+    function = _with_settings(item, **changes)
+    if function is None:
+        return None
+    seen.start(phase)
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            item.runtest()
+        return None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the time limit, a health check, the shrunk failure
+        exc._pgs_printed = printed.getvalue()  # type: ignore[attr-defined]
+        return exc
+    finally:
+        function._hypothesis_internal_use_settings = function._pgs_parent_settings
+        seen.start("done")
+
+
+def _pool_pass(item: Any, seen: _Seen) -> str | None:
+    """Every input of the test run to the end: its explicit and replayed examples and the
+    inputs it generates, each failure recorded in the pool and swallowed so that Hypothesis
+    goes on (the same seed: the run's own inputs first, then the ones its first failure cut
+    off). Returns a note when the pass did not finish."""
+    from hypothesis import Phase
+
+    parent = getattr(item.obj, "__func__", item.obj)._hypothesis_internal_use_settings
+    left_out = (Phase.reuse, Phase.shrink) + ((Phase.explain,) if hasattr(Phase, "explain") else ())
+    phases = [phase for phase in parent.phases if phase not in left_out]
+    before = len(seen.pool)
+    exc = _another_pass(item, seen, "pool", phases=phases)
+    if exc is None:
+        return None
+    leaves = results.leaf_exceptions(exc)
+    if any(results.hit_time_limit(leaf) for leaf in leaves):
+        return f"the time limit cut the pool pass ({len(seen.pool) - before} inputs pooled by it)"
+    message = str(leaves[0]).strip().splitlines()
+    return f"the pool pass stopped: {type(leaves[0]).__name__}" + (
+        f": {message[0][:200]}" if message else ""
+    )
+
+
+class _Given:
+    """An example database that holds one input under the secondary key only: Hypothesis
+    replays it and shrinks it (an input under the primary key it would take as shrunk)."""
+
+    def __init__(self, blob: bytes) -> None:
+        self.blob = blob
+
+    def fetch(self, key: bytes) -> Any:
+        return [self.blob] if key.endswith(b".secondary") else []
+
+    def save(self, key: bytes, value: bytes) -> None:
+        pass
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        pass
+
+    def move(self, src: bytes, dest: bytes, value: bytes) -> None:
+        pass
+
+
+def _picked(seen: _Seen) -> tuple[str, bytes] | None:
+    """The generated pooled input with the fewest tokens (simple rule) and its choices."""
+    chosen = [
+        (results.simple_tokens(e["example"]), len(e["example"]), e["example"], key)
+        for key, e in seen.pool.items()
+        if e["source"] == "generated" and key in (seen.choices or {})
+    ]
+    if not chosen:
+        return None
+    *_, example, key = min(chosen)
+    return example, (seen.choices or {})[key]
+
+
+def _shrink_picked(item: Any, seen: _Seen, root: str) -> tuple[dict[str, Any] | None, str | None]:
+    """pick-then-shrink: the fewest-token input of the pool, shrunk by Hypothesis (replayed
+    from its choices, then shrunk); the failing input it shrank to, and a note."""
+    picked = _picked(seen)
+    if picked is None:
+        return None, "pick-then-shrink: no generated input to shrink"
+    try:
+        from hypothesis import Phase
+        from hypothesis.database import ExampleDatabase
+    except ImportError:
+        return None, "pick-then-shrink: this Hypothesis cannot replay an input"
+    example, blob = picked
+
+    class Given(_Given, ExampleDatabase):
+        def __init__(self, blob: bytes) -> None:
+            ExampleDatabase.__init__(self)
+            _Given.__init__(self, blob)
+
+    phases = [Phase.reuse, Phase.shrink]
+    exc = _another_pass(item, seen, "shrink", database=Given(blob), phases=phases)
+    if exc is None:
+        return None, f"pick-then-shrink: {example} did not fail again"
+    found = _failing_input(item, exc, getattr(exc, "_pgs_printed", ""), root)
+    if found is None:
+        return None, f"pick-then-shrink: shrinking {example} ended without a failing input"
+    return found, f"pick-then-shrink: picked {example}"
 
 
 def _failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dict[str, Any] | None:
@@ -559,6 +879,10 @@ class PgsReporter:
         #: node id -> the inputs to replay (``PGS_REPLAY``); node id -> how many were fed.
         self.replay = _replay_inputs()
         self.replayed: dict[str, int] = {}
+        self.pool_on = _pool_on()
+        #: node id -> what the pool pass noted; node id -> the picked input, shrunk.
+        self.pool_notes: dict[str, str | None] = {}
+        self.shrunk: dict[str, dict[str, Any]] = {}
         self.started = time.monotonic()
 
     # pytest hooks ------------------------------------------------------------------------------
@@ -581,6 +905,24 @@ class PgsReporter:
                 found = _search_without_explicit_examples(item, self.root)
                 if found is not None:
                     self.generated[item.nodeid] = found
+            if excinfo is not None and self.pool_on and _poolable(excinfo[1]):
+                self._pool(item, seen)
+
+    def _pool(self, item: Any, seen: _Seen) -> None:
+        """The pool pass (and, pick-then-shrink, the shrink of the input it picks), within
+        what is left of the test's time limit; what did not finish is noted."""
+        function = getattr(item.obj, "__func__", item.obj)
+        if type(item) is not pytest.Function or _inner_function(item) is None:
+            return
+        if getattr(function, "_hypothesis_internal_use_settings", None) is None:
+            return
+        notes = [_pool_pass(item, seen)]
+        if seen.choices is not None and notes[0] is None:
+            found, note = _shrink_picked(item, seen, self.root)
+            notes.append(note)
+            if found is not None:
+                self.shrunk[item.nodeid] = found
+        self.pool_notes[item.nodeid] = "; ".join(n for n in notes if n) or None
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
@@ -670,12 +1012,22 @@ class PgsReporter:
         generated = self.generated.pop(item.nodeid, None)
         if generated is not None and generated["example"] != example:
             inputs.append(generated)
+        shrunk = self.shrunk.pop(item.nodeid, None)
+        known = {_squeezed(i["example"]) for i in inputs}
+        if shrunk is not None and _squeezed(shrunk["example"]) not in known:
+            inputs.insert(1, shrunk)  # the picked input, shrunk (pick-then-shrink)
         seen = self.seen.pop(item.nodeid, None)
         if seen is not None:
             inputs.extend(seen.failing_inputs(self.root, inputs))
             seen.annotate(inputs)
             if replayed:
                 inputs[0]["from_replay"] = True
+            if seen.pool:
+                result["pool"] = seen.pool_inputs(self.root)
+                result["pool_lines_by"] = seen.lines.tool if seen.lines is not None else None
+            note = seen.pool_note(self.pool_notes.pop(item.nodeid, None))
+            if note:
+                result["pool_note"] = note
         result["examples"] = inputs
 
     def _describe(self, item: Any, call: Any, report: Any, result: dict[str, Any]) -> None:

@@ -278,3 +278,101 @@ def assertion_message(message: str | None) -> str | None:
             break  # exception notes (the example, Hypothesis's explanations) follow
         kept.append(line)
     return "\n".join(kept).strip() or "assertion failed"
+
+
+# -- the measures of a pooled input ---------------------------------------------------------------
+
+#: The simple token rule (``agent.pgs.tokens.SimpleCounter``): the plugin's own count, used only
+#: to pick the input to shrink under ``PGS_SHRINK_ORDER=pick-then-shrink`` (the host counts
+#: every pooled input again with the Generator's tokenizer).
+SIMPLE_TOKEN = re.compile(r"\w+|[^\w\s]")
+_CALL = re.compile(r"^[\w.]+\((.*)\)$", re.DOTALL)
+
+
+def simple_tokens(example: str) -> int:
+    """Tokens of an example's arguments (``test_f(xs=[0])`` → ``xs=[0]``) by the simple rule."""
+    match = _CALL.match(example.strip())
+    return len(SIMPLE_TOKEN.findall(match.group(1) if match else example))
+
+
+class LineCounter:
+    """Lines of the repository's code one call runs: coverage.py when it can be imported,
+    else the standard library's tracer (``sys.settrace``); neither while another tracer is
+    active (a debugger, the repository's own coverage run). :attr:`tool` names the one used,
+    :attr:`why` says why none is (then :meth:`measure` gives None)."""
+
+    def __init__(self, root: str, test_file: str) -> None:
+        import sys
+
+        self.root = root
+        self.test_file = os.path.abspath(test_file)
+        self.own = _own_packages(root)
+        self._counts: dict[str, bool] = {}
+        self.why: str | None = None
+        self.tool: str | None = None
+        self._coverage: Any = None
+        if sys.gettrace() is not None:
+            self.why = "another tracer is active (a debugger or a coverage run)"
+            return
+        try:
+            import importlib
+
+            self._coverage = importlib.import_module("coverage")  # optional: not a dependency
+            self.tool = "coverage.py"
+        except ImportError:
+            self.tool = "settrace"
+
+    def counts(self, path: str) -> bool:
+        """Whether a line of ``path`` is the repository's code (not a test file)."""
+        known = self._counts.get(path)
+        if known is None and path.startswith("<"):  # <string>, <frozen os>: no file
+            known = self._counts[path] = False
+        if known is None:
+            absolute = os.path.abspath(path)
+            base = os.path.basename(absolute)
+            test = base.startswith("test_") or base.endswith("_test.py") or base == "conftest.py"
+            known = not test and _where(absolute, self.test_file, self.root, self.own) == "repo"
+            self._counts[path] = known
+        return known
+
+    def measure(self, call: Any) -> int | None:
+        """Runs ``call()`` (its exceptions are the caller's) and returns the lines it ran."""
+        import sys
+
+        if self.tool is None or sys.gettrace() is not None:
+            call()
+            return None
+        if self._coverage is not None:
+            return self._by_coverage(call)
+        lines: set[tuple[str, int]] = set()
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                lines.add((frame.f_code.co_filename, frame.f_lineno))
+            return local
+
+        def calls(frame: Any, event: str, arg: Any) -> Any:
+            if self.counts(frame.f_code.co_filename):
+                return local
+            return None
+
+        sys.settrace(calls)
+        try:
+            call()
+        finally:
+            sys.settrace(None)
+        return len(lines)
+
+    def _by_coverage(self, call: Any) -> int | None:
+        try:
+            measured = self._coverage.Coverage(data_file=None, config_file=False, branch=False)
+        except Exception:  # an old or broken coverage.py: the standard library's tracer
+            self._coverage, self.tool = None, "settrace"
+            return self.measure(call)
+        measured.start()
+        try:
+            call()
+        finally:
+            measured.stop()
+        data = measured.get_data()
+        return sum(len(data.lines(f) or ()) for f in data.measured_files() if self.counts(f))

@@ -69,6 +69,7 @@ from agent.pgs.feedback import (
     select_failure,
 )
 from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
+from agent.pgs.pool import count_pool
 from agent.pgs.related import changed_files, is_test_file, related_tests
 from agent.pgs.runner import CheckSettings, install_plugin, pytest_command, run_pytest
 from agent.pgs.shared import SharedProperties
@@ -454,6 +455,7 @@ class PGS:
         return round_record
 
     def _record_report(self, round_record: RoundRecord, report: CheckReport) -> None:
+        count_pool(report, self.counter)  # the pool's tokens, for Table 1's strategies offline
         round_record.report = report.model_copy(deep=True)
         round_record.seed = self.check_seed
         round_record.failures = len(report.failures())
@@ -781,6 +783,7 @@ class PGS:
             settings.search_examples = SEARCH_FACTOR * settings.max_examples
         with self._fresh() as box:
             original = run_pytest(box, targets, settings=settings, timeout=settings.run_timeout)
+        count_pool(original, self.counter)
         if self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})

@@ -27,6 +27,7 @@ import shlex
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +47,10 @@ PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py
 PLUGIN_DIR = ".pgs_plugin"
 #: Characters of pytest's own output kept when something goes wrong with the run itself.
 OUTPUT_TAIL = 4000
+
+
+#: The two orders of shrinking and picking (``PGS_SHRINK_ORDER``).
+ShrinkOrder = Literal["shrink-then-pick", "pick-then-shrink"]
 
 
 class EntryPoint(BaseModel):
@@ -104,6 +109,23 @@ class CheckSettings(BaseModel):
         description="Hypothesis's shrink phase: on, off, or unset: from the feedback mode (on "
         "for property-min; off for property and io, whose feedback is the first failing input "
         "found, unshrunk: the ablation without minimisation)",
+    )
+    pool: bool = Field(
+        True,
+        description="the pool pass: a property that fails runs every input again to the end "
+        "(its explicit, replayed and generated ones), recording each distinct failing input "
+        "with its runtime and line coverage; the feedback picks the fewest-token one of the "
+        "pool (off: only the inputs of Hypothesis's own run and shrink)",
+    )
+    shrink_order: ShrinkOrder = Field(
+        "shrink-then-pick",
+        description="with shrinking on: shrink-then-pick (Hypothesis shrinks its first failing "
+        "input, then the fewest-token input of the pool, shrunk ones too, is fed back) or "
+        "pick-then-shrink (the fewest-token generated input of the pool, by the simple rule, "
+        "is shrunk, then the fewest-token input is fed back)",
+    )
+    pool_size: int = Field(
+        256, gt=0, description="most distinct failing inputs pooled per property per check"
     )
     entry_points: list[EntryPoint] | None = Field(
         None,
@@ -231,6 +253,9 @@ def run_pytest(
         "PGS_DEADLINE_MS": str(settings.deadline_ms),
         "PGS_TEST_TIMEOUT": f"{settings.test_timeout:g}",
         "PGS_SHRINK": "0" if settings.shrink is False else "1",
+        "PGS_POOL": "1" if settings.pool else "0",
+        "PGS_POOL_SIZE": str(settings.pool_size),
+        "PGS_SHRINK_ORDER": settings.shrink_order,
         # Hypothesis would otherwise write .hypothesis/ into the repository.
         "HYPOTHESIS_STORAGE_DIRECTORY": posixpath.join(folder, "hypothesis"),
         # For the interpreters the tests start (-B is the launcher's own).

@@ -17,6 +17,7 @@ reports written before that field existed load with it empty, and
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import (
@@ -67,6 +68,39 @@ class FailingInput(BaseModel):
     )
     from_replay: bool | None = Field(
         None, description="True: an input replayed from the validation, not drawn by this check"
+    )
+
+    @model_serializer(mode="wrap")
+    def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _without_unset(self, handler, ("replay", "from_replay"))
+
+
+#: Where a pooled input came from: drawn by Hypothesis (``generated``), the Tester's own
+#: ``@example`` (``explicit``), an input of the validation fed again (``replayed``), a step of
+#: Hypothesis's shrinking (``shrinking``) or the input a shrink ended on (``shrunk``).
+PoolSource = Literal["generated", "explicit", "replayed", "shrinking", "shrunk"]
+#: The pool's drawn inputs, those the paper's pool holds (the shrink steps are pgs's own).
+DRAWN: tuple[PoolSource, ...] = ("generated", "explicit", "replayed")
+
+
+class PoolInput(FailingInput):
+    """One distinct failing input of a test's pool, with the three measures of the PGS
+    paper's Table 1 (line coverage, runtime, token count): every strategy of the table can be
+    computed again from them (:mod:`agent.pgs.pool`)."""
+
+    source: PoolSource = Field("generated", description="where the input came from")
+    runtime: float | None = Field(
+        None, description="seconds the test ran on this input (untraced; None: not measured)"
+    )
+    lines: int | None = Field(
+        None,
+        description="lines of the repository's code (not test files) a rerun of a copy of the "
+        "input ran (None: no tracer, see the result's pool_note, or the input does not copy)",
+    )
+    tokens: int | None = Field(
+        None,
+        description="tokens of the input's arguments under the Generator's tokenizer, counted "
+        "on the host (the report's pool_counter; None: not counted yet)",
     )
 
     @model_serializer(mode="wrap")
@@ -141,11 +175,28 @@ class TestResult(BaseModel):
         description="how many inputs of the validation on the original code this check fed the "
         "property again beside its fresh ones (None: none were to replay)",
     )
+    pool: list[PoolInput] = Field(
+        default_factory=list,
+        description="the counterexample pool: every distinct failing input (by value) of this "
+        "test, in the order first seen, from its run, the pool pass that runs every input to "
+        "the end, and shrinking, each with its measures (empty: passed, not a Hypothesis test, "
+        "or a report from before the pool)",
+    )
+    pool_lines_by: str | None = Field(
+        None, description="how the pool's lines were measured: coverage.py or settrace"
+    )
+    pool_note: str | None = Field(
+        None,
+        description="what the pool lacks: the pass cut by the time limit, no line coverage "
+        "and why, inputs left out, the input pick-then-shrink picked",
+    )
     duration: float = 0.0
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_unset(self, handler, ("origin", "replayed"))
+        return _without_unset(
+            self, handler, ("origin", "replayed", "pool", "pool_lines_by", "pool_note")
+        )
 
     @property
     def failed(self) -> bool:
@@ -169,7 +220,16 @@ class TestResult(BaseModel):
             return [FailingInput.model_validate(own)]
         if self.regressed:
             return [e.model_copy(update={"category": self.category}) for e in self.examples]
-        return list(self.examples)
+        return [*self.examples, *self.pooled_inputs()]
+
+    def pooled_inputs(self) -> list[PoolInput]:
+        """The pool's inputs that are not among ``examples`` (compared without spaces)."""
+        known = {_squeezed(e.example) for e in self.examples}
+        return [p for p in self.pool if _squeezed(p.example) not in known]
+
+
+def _squeezed(example: str | None) -> str:
+    return re.sub(r"\s+", "", example or "")
 
 
 #: How a test command that fails on the original code too was compared: ``by test`` (its
@@ -326,10 +386,13 @@ class CheckReport(BaseModel):
         description="dotted names of the repository's modules the run loaded (what its tests "
         "import, directly or not; None: not recorded)",
     )
+    pool_counter: str | None = Field(
+        None, description="the token counter the pool's tokens were counted with (host side)"
+    )
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_unset(self, handler, ("coverage", "imported"))
+        return _without_unset(self, handler, ("coverage", "imported", "pool_counter"))
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results if r.failed]

@@ -23,8 +23,9 @@ from agent.record.check import CheckReport, TestResult
 from envs.local import LocalSandbox, LocalSandboxConfig
 
 #: The search after an explicit example alone: no other failing inputs kept (tests/pgs/
-#: test_inputs.py has those).
-SETTINGS = CheckSettings(python=sys.executable, test_timeout=3, keep_inputs=0)
+#: test_inputs.py has those), no pool pass (tests/pgs/test_pool.py has it; it runs each input
+#: again, which these tests count).
+SETTINGS = CheckSettings(python=sys.executable, test_timeout=3, keep_inputs=0, pool=False)
 LONG = [3, 1, 3, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3]
 ISSUE = [1, 2, 1]
 
