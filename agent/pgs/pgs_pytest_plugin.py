@@ -41,8 +41,8 @@ What it does:
   ``sys.settrace``, neither under another tracer (``pool_lines_by``, ``pool_note`` say
   which, or why none). The host counts each one's tokens (``agent.pgs.pool.count_pool``);
 - with ``PGS_SHRINK_ORDER=pick-then-shrink`` (and shrinking on), the run does not shrink;
-  after the pool pass the generated input with the fewest tokens (the simple rule
-  ``\w+|[^\w\s]``: the plugin has no tokenizer) is replayed from its choices through a
+  after the pool pass the generated input with the fewest tokens (by the simple rule of
+  ``agent.pgs.tokens``: the plugin has no tokenizer) is replayed from its choices through a
   one-entry example database and shrunk by Hypothesis, and the input it shrinks to joins
   ``examples`` (second, after the reported one);
 - writes ``PGS_REPORT`` (a :class:`agent.record.check.CheckReport` as JSON) at the end of the
