@@ -251,3 +251,35 @@ def test_the_pool_and_both_orders_work_on_python_3_9_too(
         )
         assert picked.pool_note and picked.pool_note.startswith("pick-then-shrink: picked ")
         assert _value(picked.examples[1].example) == [10]
+
+
+def test_the_bench_compares_the_nine_strategies_over_recorded_runs_and_its_own_checks(
+    local: Any, tmp_path: Path
+) -> None:
+    import subprocess
+
+    from agent.record.trajectory import RunRecord
+
+    result = _run(local, "test_total")
+    record = PGSRecord(
+        mode="property-min", rounds=[RoundRecord(round=1, report=CheckReport(results=[result]))]
+    )
+    run = tmp_path / "runs" / "one"
+    run.mkdir(parents=True)
+    (run / "one.traj").write_text(RunRecord.load({"pgs": record.model_dump(mode="json")}).dumps())
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "bench/feedback.py", "--strategies", "--quick", "--runs", str(run.parent)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    rows = {line.split()[0]: line.split() for line in lines[1:11]}
+    assert list(rows) == [f"{f}-{s}" for f, s in STRATEGIES] + ["pgs"]
+    assert rows["tokens-min"][4] == "1.00"  # the fewest-token choice against itself
+    assert "(1 from recorded runs)" in done.stdout
+    assert re.fullmatch(r"strategy_cost_over_fewest=\d+\.\d\d", lines[-1])
+    assert float(lines[-1].split("=")[1]) >= 1.0
