@@ -741,7 +741,8 @@ def _another_pass(item: Any, seen: _Seen, phase: str, **changes: Any) -> BaseExc
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the time limit, a health check, the shrunk failure
-        exc._pgs_printed = printed.getvalue()  # type: ignore[attr-defined]
+        with contextlib.suppress(Exception):  # an exception that takes no attribute
+            exc._pgs_printed = printed.getvalue()  # type: ignore[attr-defined]
         return exc
     finally:
         function._hypothesis_internal_use_settings = function._pgs_parent_settings
@@ -759,7 +760,8 @@ def _pool_pass(item: Any, seen: _Seen) -> str | None:
     left_out = (Phase.reuse, Phase.shrink) + ((Phase.explain,) if hasattr(Phase, "explain") else ())
     phases = [phase for phase in parent.phases if phase not in left_out]
     before = len(seen.pool)
-    exc = _another_pass(item, seen, "pool", phases=phases)
+    # No deadline: a swallowed failure's call includes the rerun that measures its lines.
+    exc = _another_pass(item, seen, "pool", phases=phases, deadline=None)
     if exc is None:
         return None
     leaves = results.leaf_exceptions(exc)
