@@ -13,6 +13,8 @@ row                Table 7                              feedback      rounds  fi
 ``property-min``   + structural minimisation            property-min  1       off     0
 ``filter``         + property check (filtering)         property-min  1       on      0
 ``pgs``            + iterative refinement (full PGS)    property-min  N       on      P
+``pick-then-       (not in Table 7) full PGS, shrinking property-min  N       on      P
+shrink``           the pool's fewest-token input
 =================  ===================================  ============  ======  ======  ======
 
 N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; the shipped
@@ -20,6 +22,8 @@ N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; 
 ``property-min``: the rows before minimisation feed back the first failing input found).
 The rows set ``pgs.feedback`` and ``pgs.filter`` and leave ``pgs.check.shrink`` to the mode, so
 a config or flag that sets one of those is refused: it would make the rows something else.
+``pick-then-shrink`` (``--rows`` adds it) is the choosing strategy's ablation: ``pgs`` with
+``pgs.check.shrink_order`` set to pick-then-shrink (a config setting it is then refused too).
 
 The batch is either SWE-bench records (``--instances FILE``, with ``pgs batch``'s selection and
 environment flags; each row is a :class:`agent.swebench.batch.Batch`, graded as ``pgs eval``
@@ -58,6 +62,7 @@ from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
 from agent.pgs.reviewer import ablation
+from agent.pgs.runner import ShrinkOrder
 from agent.record.pgs import FeedbackMode
 from agent.record.trajectory import RunRecord
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
@@ -86,11 +91,17 @@ class Row:
     filter: bool = True
     #: One round, no fresh probe: every row of Table 7 but the last refines once.
     one_shot: bool = True
+    #: The choosing strategy's ablation (docs/pgs.md, the counterexample pool): None leaves
+    #: ``pgs.check.shrink_order`` as configured (default shrink-then-pick).
+    shrink_order: ShrinkOrder | None = None
 
     def config(self, config: RunConfig) -> RunConfig:
         update: dict[str, Any] = {"feedback": self.feedback, "filter": self.filter}
         if self.one_shot:
             update.update(rounds=1, fresh_probes=0)
+        if self.shrink_order is not None:
+            check = config.pgs.check.model_copy(update={"shrink_order": self.shrink_order})
+            update["check"] = check
         return config.model_copy(update={"pgs": config.pgs.model_copy(update=update)})
 
 
@@ -112,6 +123,13 @@ ROWS = {
             title="+ iterative refinement (full PGS)",
             feedback="property-min",
             one_shot=False,
+        ),
+        Row(
+            name="pick-then-shrink",
+            title="full PGS, the pool's fewest-token input shrunk (not in Table 7)",
+            feedback="property-min",
+            one_shot=False,
+            shrink_order="pick-then-shrink",
         ),
     )
 }
@@ -204,6 +222,9 @@ def check_config(config: RunConfig, rows: Sequence[Row]) -> None:
     """Refuse settings the rows make themselves, and rows that would come out the same."""
     fixed = sorted(config.pgs.model_fields_set & {"feedback", "filter"})
     fixed += ["check.shrink"] if "shrink" in config.pgs.check.model_fields_set else []
+    orders = any(row.shrink_order is not None for row in rows)
+    if orders and "shrink_order" in config.pgs.check.model_fields_set:
+        fixed.append("check.shrink_order")
     if fixed:
         raise InputError(
             f"pgs.{fixed[0]} is set by each row of the ladder: leave it out of the flags and "

@@ -72,6 +72,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _setting_flag(setting: dict[str, Any], name: str) -> str:
+    """A flag of a row's setting; shrinking says its order when it is not the default."""
+    shown = _flag(setting.get(name))
+    if name == "shrink" and setting.get("shrink_order") == "pick-then-shrink":
+        shown += " (pick first)"
+    return shown
+
+
 def _flag(value: Any) -> str:
     if value is None:
         return "-"
@@ -145,7 +153,7 @@ def wide_table(result: dict[str, Any], title: str) -> Table:
         table.add_row(
             *([", ".join(cells["named"]) or "-"] if ladder else []),
             row["mode"] if ladder else LABELS.get(row["mode"], row["mode"]),
-            *(_flag(setting.get(name)) for name in ("rounds", "filter", "fresh_probes", "shrink")),
+            *(_setting_flag(setting, n) for n in ("rounds", "filter", "fresh_probes", "shrink")),
             str(row["instances"]),
             cells["resolved"] + cells["graded"],
             *("-" if verdicts is None else str(verdicts[v]) for v in VERDICTS),
@@ -177,7 +185,7 @@ def narrow_table(result: dict[str, Any], title: str, width: int) -> Table:
         if ladder:
             label = f"{', '.join(cells['named']) or '-'}: {row['mode']}"
         flags = [
-            f"{short}={_flag(setting[name])}"
+            f"{short}={_setting_flag(setting, name)}"
             for name, short in NARROW_FLAGS.items()
             if setting.get(name) is not None
         ]

@@ -68,8 +68,10 @@ SETTING_FIELDS = {
     "fresh_probes": "pgs_fresh_probes",
     "shrink": "pgs_shrink",
 }
+#: Beside those, only when set (runs before it, and the default order, leave it out).
+SHRINK_ORDER_FIELD = "pgs_shrink_order"
 #: What rows are grouped by, in this order.
-KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink")
+KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink", "shrink_order")
 
 
 # -- the fields of one prediction ---------------------------------------------------------------
@@ -99,6 +101,8 @@ def prediction_fields(
         "cost": trajectory.usage()["instance_cost"],
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
+    if setting is not None and setting.shrink_order is not None:
+        fields[SHRINK_ORDER_FIELD] = setting.shrink_order
     if trajectory.attempts is not None:  # --attempts: their count, the choice, the total cost
         fields |= attempts_fields(trajectory.attempts)
     return fields
@@ -133,6 +137,7 @@ def ablation_of(
         filter=config.get("filter"),
         fresh_probes=config.get("fresh_probes"),
         shrink=found == "property-min" if shrink is None else bool(shrink),
+        shrink_order=check.get("shrink_order") if check.get("pool", True) else None,
     )
 
 
@@ -248,7 +253,7 @@ def read_run(folder: Path) -> Run:
             fields = prediction_fields(data, mode=pred.get("pgs_mode"))
             status = data.info.exit_status
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
-            wanted = [*FIELDS, *SETTING_FIELDS.values()]
+            wanted = [*FIELDS, *SETTING_FIELDS.values(), SHRINK_ORDER_FIELD]
             fields, status = {key: pred.get(key) for key in wanted}, None
         else:
             missing.append(iid)
@@ -265,6 +270,7 @@ def read_run(folder: Path) -> Run:
                 setting={
                     "mode": str(fields["pgs_mode"]),
                     **{name: fields.get(key) for name, key in SETTING_FIELDS.items()},
+                    **_order_of(fields.get(SHRINK_ORDER_FIELD)),
                 },
                 exit_status=str(status) if status else None,
                 attempts=int(fields.get("attempts") or 1),
@@ -299,6 +305,20 @@ def _mean(total: float, n: int) -> float:
     return total / n if n else 0.0
 
 
+def _order_of(shrink_order: Any) -> dict[str, Any]:
+    """The shrink order in a row's setting: only when set (the default order says nothing, as
+    the runs before it was an ablation key)."""
+    return {} if shrink_order is None else {"shrink_order": shrink_order}
+
+
+def _setting_of(key: tuple[Any, ...]) -> dict[str, Any]:
+    setting = dict(zip(KEY, key, strict=True))
+    return {
+        **{k: v for k, v in setting.items() if k != "shrink_order"},
+        **_order_of(setting["shrink_order"]),
+    }
+
+
 def setting_key(setting: dict[str, Any]) -> tuple[Any, ...]:
     """The tuple rows are grouped by (:data:`KEY`)."""
     return tuple(setting.get(name) for name in KEY)
@@ -311,7 +331,8 @@ def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     setting = dict(zip(KEY, key, strict=True))
     mode = setting["mode"]
     rank = MODES.index(mode) if mode in MODES else len(MODES)
-    rest = (setting[name] for name in ("shrink", "filter", "rounds", "fresh_probes"))
+    names = ("shrink", "filter", "rounds", "fresh_probes", "shrink_order")
+    rest = (setting[name] for name in names)
     return (rank, str(mode), *((value is not None, value or 0) for value in rest))
 
 
@@ -366,7 +387,7 @@ def compare(folders: list[Path]) -> dict[str, Any]:
             by_key.setdefault(setting_key(row.setting), []).append(row)
     order = sorted(by_key, key=_order)
     return {
-        "rows": [summarize(dict(zip(KEY, key, strict=True)), by_key[key]) for key in order],
+        "rows": [summarize(_setting_of(key), by_key[key]) for key in order],
         "runs": [
             {
                 "dir": str(run.path),

@@ -189,6 +189,7 @@ def ablation(config: PGSConfig) -> Ablation:
         filter=config.filter,
         fresh_probes=config.fresh_probes,
         shrink=shrinks(config),
+        shrink_order=config.check.shrink_order if config.check.pool else None,
     )
 
 

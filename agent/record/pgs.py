@@ -203,6 +203,12 @@ class Ablation(Record):
     filter: bool | None = Field(None, description="the soundness filter on the properties")
     fresh_probes: int | None = Field(None, description="fresh probes of the Tester")
     shrink: bool | None = Field(None, description="Hypothesis's shrink phase in the checks")
+    shrink_order: Literal["pick-then-shrink"] | None = Field(
+        None,
+        description="pick-then-shrink: the fewest-token input of the pool was shrunk (None: "
+        "shrink-then-pick, the default, or no shrinking; docs/pgs.md, the counterexample pool)",
+    )
+    omitted_when_empty = ("shrink_order",)
 
     @classmethod
     def of(
@@ -213,18 +219,22 @@ class Ablation(Record):
         filter: bool | None,
         fresh_probes: int | None,
         shrink: bool | None,
+        shrink_order: str | None = None,
     ) -> Ablation:
         """The setting with the fields ``mode`` does not use set to None, so that two runs of
-        one row compare equal whatever their unused options were."""
+        one row compare equal whatever their unused options were (the shrink order too,
+        without shrinking; the default order is None, as in runs recorded before it)."""
         if mode == "none":
             return cls(mode=mode)
         tester = mode in ("property", "property-min")
+        order = "pick-then-shrink" if shrink and shrink_order == "pick-then-shrink" else None
         return cls(
             mode=mode,
             rounds=rounds,
             filter=filter if tester else None,
             fresh_probes=fresh_probes if tester else None,
             shrink=shrink,
+            shrink_order=order,
         )
 
 

@@ -283,3 +283,41 @@ def test_the_bench_compares_the_nine_strategies_over_recorded_runs_and_its_own_c
     assert "(1 from recorded runs)" in done.stdout
     assert re.fullmatch(r"strategy_cost_over_fewest=\d+\.\d\d", lines[-1])
     assert float(lines[-1].split("=")[1]) >= 1.0
+
+
+def test_the_shrink_order_is_an_ablation_key_of_the_ladder_and_the_report() -> None:
+    from agent.cli.ladder import ROWS, check_config
+    from agent.errors import InputError
+    from agent.pgs.compare import prediction_fields, setting_key
+    from agent.pgs.reviewer import ablation
+    from agent.record.trajectory import RunRecord
+    from agent.run.config import RunConfig
+
+    config = RunConfig.model_validate({"model": {"name": "m"}})
+    pgs, picked = ROWS["pgs"], ROWS["pick-then-shrink"]
+    assert picked.config(config).pgs.check.shrink_order == "pick-then-shrink"
+    assert pgs.config(config).pgs.check.shrink_order == "shrink-then-pick"
+    first, second = (ablation(row.config(config).pgs) for row in (pgs, picked))
+    # The default order is recorded as before (nothing), so old row folders still resume.
+    assert first.shrink_order is None and "shrink_order" not in first.model_dump(mode="json")
+    assert second.shrink_order == "pick-then-shrink" and first != second
+    check_config(config, [pgs, picked])  # two distinct rows
+    own = config.model_copy(deep=True)
+    own.pgs.check = own.pgs.check.model_copy(update={"shrink_order": "pick-then-shrink"})
+    own.pgs.check.model_fields_set.add("shrink_order")
+    with pytest.raises(InputError, match=r"check\.shrink_order is set by each row"):
+        check_config(own, [pgs, picked])
+    # Without shrinking, the order is no setting of its own.
+    off = picked.config(config).pgs.model_copy(
+        update={"check": CheckSettings(shrink=False, shrink_order="pick-then-shrink")}
+    )
+    assert ablation(off).shrink_order is None
+    # pgs report keeps the two apart: the prediction says the order only when it is not the
+    # default, and the rows' keys differ.
+    keys = []
+    for setting in (first, second):
+        record = PGSRecord(mode="property-min", ablation=setting)
+        fields = prediction_fields(RunRecord.load({"pgs": record.model_dump(mode="json")}))
+        assert fields.get("pgs_shrink_order") == setting.shrink_order
+        keys.append(setting_key({"mode": "property-min", **setting.model_dump()}))
+    assert keys[0] != keys[1]
