@@ -386,11 +386,19 @@ def choices(report: CheckReport, counter: TokenCounter) -> dict[str, Choice]:
     ours = select_failure(report, "property-min", counter)
     if ours is not None:
         message = render_feedback(ours, "property-min", 1, ROUNDS)
-        runtime = getattr(ours.chosen, "runtime", None)
+        # The measures of the input fed back: its entry in the pool (a shrunk one is there too).
+        same = [
+            p for p in ours.result.pool if _squeezed(p.example) == _squeezed(ours.chosen.example)
+        ]
+        runtime = same[0].runtime if same else None
         picked["pgs"] = Choice(
-            ours.tokens, counter.count(message), runtime, getattr(ours.chosen, "lines", None)
+            ours.tokens, counter.count(message), runtime, same[0].lines if same else None
         )
     return picked
+
+
+def _squeezed(text: str | None) -> str:
+    return re.sub(r"\s+", "", text or "")
 
 
 def _median(values: list[float]) -> float | None:

@@ -336,11 +336,11 @@ class LineCounter:
         return known
 
     def measure(self, call: Any) -> int | None:
-        """Runs ``call()`` (its exceptions are the caller's) and returns the lines it ran."""
+        """Runs ``call()`` (its exceptions are the caller's) and returns the lines it ran;
+        None, without running it, when no tracer can measure it."""
         import sys
 
         if self.tool is None or sys.gettrace() is not None:
-            call()
             return None
         if self._coverage is not None:
             return self._by_coverage(call)
