@@ -255,34 +255,55 @@ def test_the_pool_and_both_orders_work_on_python_3_9_too(
         assert _value(picked.examples[1].example) == [10]
 
 
-def test_the_bench_compares_the_nine_strategies_over_recorded_runs_and_its_own_checks(
-    local: Any, tmp_path: Path
+def test_a_run_records_the_pool_and_the_bench_compares_the_nine_strategies_over_it(
+    tmp_path: Path,
 ) -> None:
+    """The recorded demo, run for real in the local sandbox (its first candidate is wrong): the
+    .traj keeps every pooled input with its three measures; bench/feedback.py --quick reads it
+    beside the checks it runs itself."""
     import subprocess
 
     from agent.record.trajectory import RunRecord
+    from tests.support.textutil import pgs_env
 
-    result = _run(local, "test_total")
-    record = PGSRecord(
-        mode="property-min", rounds=[RoundRecord(round=1, report=CheckReport(results=[result]))]
-    )
-    run = tmp_path / "runs" / "one"
-    run.mkdir(parents=True)
-    (run / "one.traj").write_text(RunRecord.load({"pgs": record.model_dump(mode="json")}).dumps())
-    root = Path(__file__).parents[2]
     done = subprocess.run(
-        [sys.executable, "bench/feedback.py", "--strategies", "--quick", "--runs", str(run.parent)],
+        [sys.executable, "-m", "agent.cli", "demo", "--quiet", "--sandbox", "local"],
+        cwd=tmp_path,
+        env=pgs_env(DOCKER_HOST="unix:///nonexistent/pgs-pool-test.sock"),
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = tmp_path / "trajectories"
+    record = RunRecord.read(runs / "demo" / "stats__issue" / "stats__issue.traj").pgs_record
+    first = record.rounds[0].report
+    assert first is not None and record.rounds[0].verdict == "failed"
+    (failed,) = first.failures()
+    assert len({p.example for p in failed.pool}) == len(failed.pool) >= 10
+    assert record.tokenizer is not None and first.pool_counter == record.tokenizer.counter
+    for pooled in failed.pool:
+        assert pooled.tokens is not None and pooled.tokens > 0
+        assert pooled.runtime is not None and pooled.lines is not None and pooled.lines > 0
+    assert any(p.source == "replayed" for p in failed.pool)  # the validation's, fed again
+    assert record.validation is not None and record.validation.report is not None
+    assert any(r.pool for r in record.validation.report.results)
+
+    root = Path(__file__).parents[2]
+    bench = subprocess.run(
+        [sys.executable, "bench/feedback.py", "--strategies", "--quick", "--runs", str(runs)],
         cwd=root,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.strip().splitlines()
+    assert bench.returncode == 0, bench.stderr
+    lines = bench.stdout.strip().splitlines()
     rows = {line.split()[0]: line.split() for line in lines[1:11]}
     assert list(rows) == [f"{f}-{s}" for f, s in STRATEGIES] + ["pgs"]
     assert rows["tokens-min"][4] == "1.00"  # the fewest-token choice against itself
-    assert "(1 from recorded runs)" in done.stdout
+    # The validation's report and the two rounds' (the second passed: it pooled nothing).
+    assert "(3 from recorded runs)" in bench.stdout
     assert re.fullmatch(r"strategy_cost_over_fewest=\d+\.\d\d", lines[-1])
     assert float(lines[-1].split("=")[1]) >= 1.0
 
