@@ -349,8 +349,11 @@ def counterexample(text: str) -> list[int]:
 
 
 def without_durations(report: Any) -> Any:
+    """A report without its timings: each test's duration, each pooled input's runtime."""
     if isinstance(report, dict):
-        return {k: without_durations(v) for k, v in report.items() if k != "duration"}
+        return {
+            k: without_durations(v) for k, v in report.items() if k not in ("duration", "runtime")
+        }
     if isinstance(report, list):
         return [without_durations(v) for v in report]
     return report
