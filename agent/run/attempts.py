@@ -263,7 +263,7 @@ def run_attempts(
         else:
             hook.on_status(f"attempt {k}/{attempts.count}: finished before, kept")
         record = data.pgs_record
-        if shared is None and config.pgs.feedback != "io":
+        if shared is None and config.pgs.feedback not in ("io", "io-min"):
             shared = SharedProperties.from_record(record, k)
         done.append((k, data))
         spent += costs(data)[0]

@@ -355,3 +355,47 @@ def test_a_row_folder_of_another_setting_is_not_resumed(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"pgs: error: {run} ran with another setting (") and "--redo" in line
     assert sorted(p.name for p in out.iterdir()) == ["pgs"]  # nothing ran
+
+
+def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
+    """Every row's setting, from a run config of 4 rounds and 2 probes; and the table of the
+    module's docstring says the same (its feedback, rounds and filter columns)."""
+    from agent.cli import ladder as module
+    from agent.pgs.reviewer import ablation
+    from agent.run.config import load_config
+
+    config = load_config(None, {"model": {"name": "m"}, "pgs": {"rounds": 4, "fresh_probes": 2}})
+    settings = {
+        name: ablation(row.config(config).pgs).model_dump() for name, row in module.ROWS.items()
+    }
+    assert settings == {
+        "none": {"mode": "none", "rounds": None, "filter": None, "fresh_probes": None,
+                 "shrink": None},
+        "io": {"mode": "io", "rounds": 4, "filter": None, "fresh_probes": None, "shrink": False},
+        "io-min": {"mode": "io-min", "rounds": 4, "filter": None, "fresh_probes": None,
+                   "shrink": False},
+        "property": {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0,
+                     "shrink": False},
+        "property-min": {"mode": "property-min", "rounds": 1, "filter": False,
+                         "fresh_probes": 0, "shrink": True},
+        "filter": {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0,
+                   "shrink": True},
+        "pgs": {"mode": "property-min", "rounds": 4, "filter": True, "fresh_probes": 2,
+                "shrink": True},
+    }  # fmt: skip
+    # Table 7's five rows by default, every setting distinct (check_config refuses twins).
+    assert module.DEFAULT_ROWS == ("io", "io-min", "property-min", "filter", "pgs")
+    module.check_config(config, [module.ROWS[name] for name in module.ROWS])
+    # The docstring's table: a line per row, ``name`` then its columns.
+    doc = module.__doc__ or ""
+    table = {
+        m.group(1): m.group(2).split()[-4:]
+        for m in re.finditer(r"^``([\w-]+)``\s{2,}(.*)$", doc, flags=re.MULTILINE)
+    }
+    assert list(table) == list(module.ROWS)
+    for name, (feedback, rounds, filter_, _) in table.items():
+        setting = settings[name]
+        assert feedback == setting["mode"], name
+        expected_rounds = {None: "-", 1: "1", 4: "N"}[setting["rounds"]]
+        assert rounds == expected_rounds, name
+        assert filter_ == {None: "-", True: "on", False: "off"}[setting["filter"]], name
