@@ -8,6 +8,8 @@ The scripted session, in every row:
 - the Generator's first fix takes the middle values of the UNSORTED list (the issue's own
   example, already sorted, passes; so do the repository's tests); after one feedback message,
   the right fix;
+- the io rows' extraction turn writes the issue's own example as a test (it fails on the
+  original code, so it is kept; the first fix passes it);
 - the Tester writes the issue property (even counts) and a regression property (odd counts),
   plus two the soundness filter drops: an issue property that passes on the original code, and
   a regression property that pins the issue's own example to its old answer (dropped as
@@ -127,13 +129,30 @@ TESTER = [
     call("submit"),
 ]
 PROBE_TURN = [write({f"{PROPERTIES}/test_median_bounds.py": BOUNDS}), call("submit")]
+EXTRACTION = "You turn the examples an issue states"
+ISSUE_EXAMPLE = """\
+import pytest
+
+from stats import median
+
+
+@pytest.mark.pgs_issue("median([1, 2, 3, 4]) should return 2.5")
+def test_the_issue_example():
+    out = median([1, 2, 3, 4])
+    assert out == 2.5, f"returned {out!r}, expected 2.5"
+"""
+EXAMPLE_TURN = [write({f"{PROPERTIES}/test_examples.py": ISSUE_EXAMPLE}), call("submit")]
+#: Every row but none: Table 7's five and the unminimised property row.
+ALL_ROWS = "io,io-min,property,property-min,filter,pgs"
 
 
 def policy(request: dict[str, Any]) -> dict[str, Any]:
     """Both conversations, told apart by the system prompt; each answered by how far it got."""
     messages = request["messages"]
     replies = sum(m["role"] == "assistant" for m in messages)
-    if str(messages[0]["content"]).startswith(TESTER_PROMPT):
+    if EXTRACTION in str(messages[0]["content"]):
+        steps = EXAMPLE_TURN
+    elif str(messages[0]["content"]).startswith(TESTER_PROMPT):
         steps = PROBE_TURN if PROBE in str(messages[1]["content"]) else TESTER
     else:
         steps = GENERATOR
@@ -164,32 +183,35 @@ def values(example: str) -> list[int]:
 
 
 @pytest.mark.docker
-def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
+def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
     docker_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "ladder"
     capsys.readouterr()
-    assert main(ladder(out, "--json")) == 0
+    assert main(ladder(out, "--rows", ALL_ROWS, "--json")) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     rows = data["rows"]
     names = [entry["row"] for row in rows for entry in row["ladder"]]
-    assert names == ["io", "property", "property-min", "filter", "pgs"]
+    assert names == ALL_ROWS.split(",")
     settings = [row["setting"] for row in rows]
     assert settings == [
-        {"mode": "io", "rounds": 1, "filter": None, "fresh_probes": None, "shrink": False},
+        {"mode": "io", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
+        {"mode": "io-min", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
         {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": False},
         {"mode": "property-min", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": True},
         {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0, "shrink": True},
         {"mode": "property-min", "rounds": 5, "filter": True, "fresh_probes": 1, "shrink": True},
     ]
-    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests, so no
-    # feedback and a wrong patch; every property row gets the right fix after one message.
-    assert [row["resolved"] for row in rows] == [0, 1, 1, 1, 1]
-    assert [row["rounds"]["total"] for row in rows] == [0, 1, 1, 1, 1]
+    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests and the
+    # issue's own example (kept: it fails on the original code), so no feedback and a wrong
+    # patch, "passed" by the one example it had; every property row gets the right fix after
+    # one message.
+    assert [row["resolved"] for row in rows] == [0, 0, 1, 1, 1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [0, 0, 1, 1, 1, 1]
     # Unfiltered, the pinned property punishes the right fix: failed; filtered: passed.
     verdicts = [next(v for v, n in row["verdicts"].items() if n) for row in rows]
-    assert verdicts == ["tests-only", "failed", "failed", "passed", "passed"]
+    assert verdicts == ["passed", "passed", "failed", "failed", "passed", "passed"]
 
     def traj(row: str) -> dict[str, Any]:
         (path,) = (out / row).glob("*/*.traj")
@@ -233,6 +255,13 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
         assert PINNED not in validation["kept"] and PASSES not in validation["kept"]
         reasons = {d["nodeid"]: d["reason"] for d in validation["dropped"]}
         assert "contradicts the issue" in reasons[PINNED]
+    # The io rows: one Tester turn, the extraction turn, which kept the issue's example.
+    for row in ("io", "io-min"):
+        pgs = traj(row)["pgs"]
+        assert [t["why"] for t in pgs["tester_turns"]] == ["examples"]
+        assert pgs["validation"]["kept"] == [
+            f"{PROPERTIES}/test_examples.py::test_the_issue_example"
+        ]
     # Only the full PGS row probes: one round rows refine once and stop.
     assert [len(traj(row)["pgs"]["tester_turns"]) for row in ("property", "filter", "pgs")] == [
         1,
@@ -254,17 +283,17 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
 
     # Resumed: nothing runs again, nothing is graded again, the same rows as a table.
     stamps = {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")}
-    assert main(ladder(out)) == 0
+    assert main(ladder(out, "--rows", ALL_ROWS)) == 0
     captured = capsys.readouterr()
-    assert captured.err.count("finished before") == 5
+    assert captured.err.count("finished before") == 6
     assert "hidden tests" not in captured.err
     assert {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")} == stamps
     table = [
         line
         for line in captured.out.splitlines()
-        if re.match(r"│ (io|property|property-min|filter|pgs) ", line)
+        if re.match(r"│ (io|io-min|property|property-min|filter|pgs) ", line)
     ]
-    assert len(table) == 5 and len(set(table)) == 5
+    assert len(table) == 6 and len(set(table)) == 6
     assert main(["report", *(str(out / row) for row in names), "--json"]) == 0
     assert [row["setting"] for row in json.loads(capsys.readouterr().out)["rows"]] == settings
 
@@ -330,7 +359,7 @@ def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [[entry["row"] for entry in row["ladder"]] for row in rows] == [["io"], ["pgs"]]
     assert [(row["setting"]["mode"], row["setting"]["rounds"]) for row in rows] == [
-        ("io", 1),
+        ("io", 5),
         ("property-min", 5),
     ]
     # Each row graded as `pgs eval` grades, its summary in the row's folder.
