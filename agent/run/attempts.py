@@ -234,7 +234,8 @@ def run_attempts(
         return run_task(task, config, output_dir, hooks=hooks, global_stats=global_stats)
     if config.pgs.feedback == "none":
         raise InputError(
-            "--attempts chooses by the PGS check: pass --feedback io, property or property-min"
+            "--attempts chooses by the PGS check: pass --feedback io, io-min, property or "
+            "property-min"
         )
     hook = Hooks(hooks)
     hook.on_start(task, config)
