@@ -16,8 +16,8 @@ Three steps, one function each:
   proxy); ``property`` the first one (an arbitrary failing example, Table 7's "no
   minimisation" row); ``io`` the first failing test whatever its category (Self-Edit's plain
   execution feedback: an issue example test when one fails, :data:`IO_MODES`), ``io-min``
-  the failing test whose input has the fewest tokens (an issue example's input is the example
-  as its mark states it: Table 7's "+ structural minimisation" row on raw I/O feedback).
+  the failing test whose input has the fewest tokens (an issue example's input as its mark
+  states it: Table 7's "+ structural minimisation" row on raw I/O feedback).
   :class:`Selection` records the test, the input chosen and why.
 - :func:`render_feedback` — the message for the Generator, from a jinja2 template
   (:data:`PROPERTY_TEMPLATE`, :data:`IO_TEMPLATE`; a caller may pass its own): the rule, the
@@ -216,9 +216,14 @@ def issue_example(result: TestResult) -> str | None:
 
 
 def io_input(result: TestResult) -> str:
-    """The input of a failing test in the io modes: an issue example's statement
-    (:func:`issue_example`), else :func:`failure_input`."""
-    return issue_example(result) or failure_input(result, result.failing_inputs()[0])
+    """The input of a failing test in the io modes: an issue example's input, its statement
+    (:func:`issue_example`) up to `` should `` (the extraction prompt's form, ``median([1, 2])
+    should return 1.5``; the whole statement when it has no such word), else
+    :func:`failure_input`."""
+    statement = issue_example(result)
+    if statement is not None:
+        return statement.split(" should ", 1)[0].strip() or statement
+    return failure_input(result, result.failing_inputs()[0])
 
 
 def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounter) -> Selection:

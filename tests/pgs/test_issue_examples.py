@@ -146,7 +146,7 @@ def test_io_feeds_back_the_failing_issue_example_of_a_patch_that_breaks_no_repos
     repo_tests = [r for r in report if r["kind"] == "repo"]
     assert repo_tests and all(r["outcome"] == "passed" for r in repo_tests)
     assert first_round["selection"]["result"]["nodeid"] == KEPT
-    assert first_round["selection"]["input"] == STATED
+    assert first_round["selection"]["input"] == "median([1, 2, 3, 4])"  # the stated input
     message = first_round["feedback"]
     lines = message.splitlines()
     assert lines[0] == f"Round 1 of 5: the issue's example {KEPT} failed."
