@@ -20,6 +20,8 @@ import pytest
 
 from agent.cli import main, make_example_repo
 from agent.models.script_server import ScriptedServer
+from agent.pgs.validate import keep_failing_examples, validate_properties
+from agent.record.check import CheckReport, TestResult
 from tests.pgs.test_prompts_from_config import EXAMPLE, MODEL
 
 EXTRACTION = "You are a test engineer. You turn the examples an issue states"
@@ -172,3 +174,25 @@ def test_without_the_issue_examples_io_has_nothing_to_feed_back(tmp_path: Path) 
     (only,) = pgs["rounds"]
     assert "feedback" not in only and pgs["verdict"] == "tests-only"
     assert "// 2" in traj["info"]["submission"]
+
+
+def test_only_the_examples_that_fail_on_the_original_code_are_kept() -> None:
+    """The extraction's validation: the soundness filter's rules, then no example that holds
+    on the original code (a regression-marked one passes there: it shows no bug)."""
+    fails = TestResult(
+        nodeid="e.py::test_a",
+        kind="issue",
+        outcome="failed",
+        category="wrong_answer",
+        rule="f(1) should return 2",
+        returned="returned 1, expected 2",
+    )
+    passes = TestResult(nodeid="e.py::test_b", kind="issue", outcome="passed", category="pass")
+    holds = TestResult(nodeid="e.py::test_c", kind="regression", outcome="passed", category="pass")
+    report = CheckReport(results=[fails, passes, holds])
+    kept, dropped = validate_properties(report, "f(1) returns 1, it should return 2")
+    assert kept == ["e.py::test_a", "e.py::test_c"]
+    kept, not_bugs = keep_failing_examples(kept, report)
+    assert kept == ["e.py::test_a"]
+    assert [d.nodeid for d in [*dropped, *not_bugs]] == ["e.py::test_b", "e.py::test_c"]
+    assert "regression test that passes there" in not_bugs[0].reason
