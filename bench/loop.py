@@ -73,10 +73,12 @@ class TimedSandbox(DockerSandbox):
 class TimedToolset(Toolset):
     elapsed = 0.0
 
-    def state(self, sandbox: Any, env: Mapping[str, str]) -> dict[str, Any]:
+    def state(
+        self, sandbox: Any, env: Mapping[str, str], *, session: str | None = None
+    ) -> dict[str, Any]:
         start = time.perf_counter()
         try:
-            return super().state(sandbox, env)
+            return super().state(sandbox, env, session=session)
         finally:
             self.elapsed += time.perf_counter() - start
 

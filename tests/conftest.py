@@ -35,6 +35,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # A developer's ./.env (their keys) is not read by the pgs commands tests run in this
     # process or start (tests/cli/test_flags.py starts them without it).
     os.environ.setdefault("PYTHON_DOTENV_DISABLED", "1")
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        # pytest-xdist gives its workers COLUMNS=80: the terminal is then "80 columns wide" for
+        # every command a test runs here, where a run without workers has no width set.
+        os.environ.pop("COLUMNS", None)
     if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
         os.environ["DOCKER_HOST"] = NO_DOCKER
     # A shell without job control starts a background job (`pytest ... &` in a script) with

@@ -1,16 +1,19 @@
 """``pgs ladder``: the PGS paper's Table 7 at repository level, in one command.
 
-The ladder's rows (:data:`ROWS`; ``--rows`` picks some, by default the five of Table 7) run
-over one batch, each with one full ablation setting, each in its own folder ``OUTPUT/<row>``:
+The ladder's rows (:data:`ROWS`; ``--rows`` picks some, by default the five of Table 7,
+:data:`DEFAULT_ROWS`) run over one batch, each with one full ablation setting, each in its own
+folder ``OUTPUT/<row>``:
 
 =================  ===================================  ============  ======  ======  ======
 row                Table 7                              feedback      rounds  filter  probes
 =================  ===================================  ============  ======  ======  ======
 ``none``           (the Generator alone; not in Table   none          -       -       -
                    7, ``--rows`` adds it)
-``io``             Raw I/O feedback (Self-Edit)         io            1       -       -
-``property``       + property generation                property      1       off     0
-``property-min``   + structural minimisation            property-min  1       off     0
+``io``             Raw I/O feedback (Self-Edit)         io            N       -       -
+``io-min``         + structural minimisation            io-min        N       -       -
+``property``       (property generation without         property      1       off     0
+                   minimisation; ``--rows`` adds it)
+``property-min``   + property generation                property-min  1       off     0
 ``filter``         + property check (filtering)         property-min  1       on      0
 ``pgs``            + iterative refinement (full PGS)    property-min  N       on      P
 ``pick-then-       (not in Table 7) full PGS, shrinking property-min  N       on      P
@@ -18,8 +21,11 @@ shrink``           the pool's fewest-token input
 =================  ===================================  ============  ======  ======  ======
 
 N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; the shipped
-``--config paper`` sets the paper's 5). Shrinking follows the mode (on only for
-``property-min``: the rows before minimisation feed back the first failing input found).
+``--config paper`` sets the paper's 5). The io rows are Self-Edit, the baseline the paper runs
+at the same budget as PGS: the issue's examples as tests (``pgs.issue_examples``), N rounds;
+``io-min`` feeds back the failing example with the fewest input tokens, ``io`` the first.
+Shrinking follows the mode (on only for ``property-min``: the rows before minimisation feed
+back the first failing input found).
 The rows set ``pgs.feedback`` and ``pgs.filter`` and leave ``pgs.check.shrink`` to the mode, so
 a config or flag that sets one of those is refused: it would make the rows something else.
 ``pick-then-shrink`` (``--rows`` adds it) is the choosing strategy's ablation: ``pgs`` with
@@ -89,7 +95,8 @@ class Row:
     title: str
     feedback: FeedbackMode
     filter: bool = True
-    #: One round, no fresh probe: every row of Table 7 but the last refines once.
+    #: One round, no fresh probe: every property row of Table 7 but the last refines once (the
+    #: io rows, Self-Edit, get the run's rounds, as the paper's baseline does).
     one_shot: bool = True
     #: The choosing strategy's ablation (docs/pgs.md, the counterexample pool): None leaves
     #: ``pgs.check.shrink_order`` as configured (default shrink-then-pick).
@@ -109,11 +116,22 @@ ROWS = {
     row.name: row
     for row in (
         Row(name="none", title="the Generator alone (no feedback)", feedback="none"),
-        Row(name="io", title="Raw I/O feedback (Self-Edit)", feedback="io"),
-        Row(name="property", title="+ property generation", feedback="property", filter=False),
+        Row(name="io", title="Raw I/O feedback (Self-Edit)", feedback="io", one_shot=False),
+        Row(
+            name="io-min",
+            title="+ structural minimisation (the smallest failing example)",
+            feedback="io-min",
+            one_shot=False,
+        ),
+        Row(
+            name="property",
+            title="property generation, unminimised (not in Table 7)",
+            feedback="property",
+            filter=False,
+        ),
         Row(
             name="property-min",
-            title="+ structural minimisation",
+            title="+ property generation",
             feedback="property-min",
             filter=False,
         ),
@@ -134,7 +152,7 @@ ROWS = {
     )
 }
 #: Table 7's five rows.
-DEFAULT_ROWS = ("io", "property", "property-min", "filter", "pgs")
+DEFAULT_ROWS = ("io", "io-min", "property-min", "filter", "pgs")
 
 
 def register(commands: Any) -> None:
@@ -142,10 +160,12 @@ def register(commands: Any) -> None:
         "ladder",
         help="run the PGS paper's ablation ladder (Table 7) over a batch, grade it, compare",
         description="Run the rows of the PGS paper's Table 7 over one batch, each row in its "
-        "own folder OUTPUT/<row>: io (raw I/O feedback, Self-Edit, 1 round), property "
-        "(+ property generation: unfiltered, unshrunk, 1 round), property-min (+ structural "
-        "minimisation: unfiltered, 1 round), filter (+ property check, 1 round), pgs (+ "
-        "iterative refinement: pgs.rounds rounds, pgs.fresh-probes probes). Then grade each "
+        "own folder OUTPUT/<row>: io (raw I/O feedback, Self-Edit: the issue's examples as "
+        "tests, pgs.rounds rounds), io-min (+ structural minimisation: the smallest failing "
+        "example, pgs.rounds rounds), property-min (+ property generation: unfiltered, 1 "
+        "round), filter (+ property check, 1 round), pgs (+ iterative refinement: pgs.rounds "
+        "rounds, pgs.fresh-probes probes); --rows adds none and property (unminimised, "
+        "unfiltered, 1 round). Then grade each "
         "row (pgs eval for SWE-bench records; the hidden tests for the bundled examples) and "
         "print one table, a row per full ablation setting (mode, rounds, filter, probes, "
         "shrinking): resolved, verdicts, rounds, feedback tokens, cost. Rerun with the same "

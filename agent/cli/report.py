@@ -25,9 +25,9 @@ def register(commands: Any) -> None:
         "report",
         help="compare runs side by side per ablation setting (Self-Edit vs PGS)",
         description="Compare `pgs batch` runs per ablation setting, as the PGS paper's Table 7 "
-        "does. A row is one full setting: the feedback mode (none, io = Self-Edit, property, "
-        "property-min = PGS), the most rounds, the soundness filter, the fresh probes and "
-        "Hypothesis's shrinking ('-' where the mode does not use it); its columns: the "
+        "does. A row is one full setting: the feedback mode (none, io = Self-Edit, io-min, "
+        "property, property-min = PGS), the most rounds, the soundness filter, the fresh "
+        "probes and Hypothesis's shrinking ('-' where the mode does not use it); its columns: the "
         "instances, how many the evaluation resolved, the Tester's verdicts, the feedback "
         "rounds and their tokens, and the cost (Generator + Tester). Each RUN_DIR is the "
         "--output-dir of a `pgs batch` (preds.json and <id>/<id>.traj); the resolved count "

@@ -56,8 +56,12 @@ from agent.record.pgs import Ablation, FeedbackMode
 from agent.record.trajectory import RunRecord
 
 #: Table 7's order: no feedback, Self-Edit, property feedback, minimal property feedback.
-MODES = ("none", "io", "property", "property-min")
-LABELS = {"io": "io (Self-Edit)", "property-min": "property-min (PGS)"}
+MODES = ("none", "io", "io-min", "property", "property-min")
+LABELS = {
+    "io": "io (Self-Edit)",
+    "io-min": "io-min (Self-Edit, smallest example)",
+    "property-min": "property-min (PGS)",
+}
 VERDICTS = ("passed", "partial", "tests-only", "tests-changed", "unchecked", "failed")
 #: The keys :func:`prediction_fields` adds to a prediction (all of them since the first).
 FIELDS = ("pgs_mode", "pgs_verdict", "pgs_rounds", "pgs_feedback_tokens", "cost")

@@ -15,7 +15,10 @@ Three steps, one function each:
   input with the fewest tokens (the paper's Table 1: the minimal token count is the best
   proxy); ``property`` the first one (an arbitrary failing example, Table 7's "no
   minimisation" row); ``io`` the first failing test whatever its category (Self-Edit's plain
-  execution feedback). :class:`Selection` records the test, the input chosen and why.
+  execution feedback: an issue example test when one fails, :data:`IO_MODES`), ``io-min``
+  the failing test whose input has the fewest tokens (an issue example's input as its mark
+  states it: Table 7's "+ structural minimisation" row on raw I/O feedback).
+  :class:`Selection` records the test, the input chosen and why.
 - :func:`render_feedback` — the message for the Generator, from a jinja2 template
   (:data:`PROPERTY_TEMPLATE`, :data:`IO_TEMPLATE`; a caller may pass its own): the rule, the
   test's node id, the input in full, what the code returned or raised, a few lines of trace,
@@ -49,6 +52,7 @@ from agent.pgs.tokens import (
 from agent.record.check import PRIORITY, Category, CheckReport, FailingInput, TestResult
 
 __all__ = [
+    "IO_MODES",
     "IO_TEMPLATE",
     "MAX_FIELD_CHARS",
     "MAX_IO_CHARS",
@@ -75,7 +79,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-FeedbackMode = Literal["io", "property", "property-min"]
+FeedbackMode = Literal["io", "io-min", "property", "property-min"]
+#: The modes of Self-Edit's raw I/O feedback: the failing test's own output.
+IO_MODES = ("io", "io-min")
 
 #: Lines of traceback shown in property feedback (the last ones: where it failed).
 MAX_TRACE_LINES = 10
@@ -200,25 +206,58 @@ def select_failure(
         return _select(failures, mode, SimpleCounter())
 
 
+def issue_example(result: TestResult) -> str | None:
+    """The statement of an issue example test (the extraction turn's: a concrete test, no
+    Hypothesis input, whose ``pgs_issue`` mark names the input and the output the issue states),
+    or None for any other test."""
+    if result.kind == "issue" and result.rule and not result.example:
+        return result.rule.strip()
+    return None
+
+
+def io_input(result: TestResult) -> str:
+    """The input of a failing test in the io modes: an issue example's input, its statement
+    (:func:`issue_example`) up to `` should `` (the extraction prompt's form, ``median([1, 2])
+    should return 1.5``; the whole statement when it has no such word), else
+    :func:`failure_input`."""
+    statement = issue_example(result)
+    if statement is not None:
+        return statement.split(" should ", 1)[0].strip() or statement
+    return failure_input(result, result.failing_inputs()[0])
+
+
 def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounter) -> Selection:
-    if mode == "io":
-        chosen = failures[0]
-        failing = chosen.failing_inputs()[0]
-        text = failure_input(chosen, failing)
-        why = f"{len(failures)} failing tests; chose the first in report order (io feedback)"
+    if mode in IO_MODES:
+        # io-min: among the failing issue examples when one fails (Self-Edit's example
+        # tests), else among the failing tests; io: the first in report order.
+        examples = [r for r in failures if issue_example(r) is not None]
+        if mode == "io-min" and examples:
+            failures = examples
+        texts = [io_input(r) for r in failures]
+        if mode == "io-min":
+            counts = [counter.count(text) for text in texts]
+            best = min(range(len(failures)), key=lambda i: (counts[i], len(texts[i]), i))
+            tokens = counts[best]
+            how = f"chose the one whose input has {tokens} tokens ({counter.name} counter)"
+        else:
+            best, tokens = 0, counter.count(texts[0])
+            how = "chose the first in report order (io feedback)"
+        chosen = failures[best]
         return Selection(
             result=chosen,
-            chosen=failing,
+            chosen=chosen.failing_inputs()[0],
             category=chosen.category,
             mode=mode,
-            input=text,
-            tokens=counter.count(text),
+            input=texts[best],
+            tokens=tokens,
             counter=counter.name,
             candidates=len(failures),
-            why=why,
+            why=f"{len(failures)} failing tests; {how}",
         )
     if mode not in ("property", "property-min"):
-        raise ValueError(f"unknown feedback mode {mode!r}: use io, property or property-min")
+        raise ValueError(
+            f"unknown feedback mode {mode!r}: use io, io-min, property or property-min"
+        )
     every = [(r, f) for r in failures for f in r.failing_inputs()]
     top = min(_rank(r, f) for r, f in every)
     pool = [(r, f) for r, f in every if _rank(r, f) == top]
@@ -262,9 +301,10 @@ def _select(failures: list[TestResult], mode: FeedbackMode, counter: TokenCounte
 #: duration, issue_example, rerun.
 PROPERTY_TEMPLATE = default_prompt("pgs", "property_template")
 
-#: io feedback (Self-Edit's execution feedback): the first failing test, its raw pytest output
-#: (input, expected and actual as pytest shows them), and Self-Edit's instruction.
-#: Variables: round, rounds, nodeid, output, category.
+#: io feedback (Self-Edit's execution feedback): the failing test, its raw pytest output
+#: (input, expected and actual as pytest shows them), and Self-Edit's instruction; for an issue
+#: example test, the example as the issue states it (input and expected output) first.
+#: Variables: round, rounds, nodeid, output, category, example (None for a repository test).
 IO_TEMPLATE = default_prompt("pgs", "io_template")
 
 _ENV = jinja2.Environment(
@@ -339,7 +379,8 @@ def render_feedback(
     Property modes: the rule, the test's node id, the chosen input in full, what the code
     returned or raised, a few lines of trace, the issue's own example in one line when it fails
     too and is another input, and ``rerun`` (the command that reruns the test alone) when
-    given. io: Self-Edit's execution feedback, the raw pytest output of the first failing test
+    given. io modes: Self-Edit's execution feedback, the raw pytest output of the chosen
+    failing test, after the issue's example (its input and stated output) when the test is one
     (``rerun`` is not shown: the baseline gets the execution result only).
     ``template`` replaces the default of the mode (:data:`PROPERTY_TEMPLATE` or
     :data:`IO_TEMPLATE`); it sees the same variables.
@@ -347,7 +388,7 @@ def render_feedback(
     if not 1 <= round <= rounds:
         raise ValueError(f"round {round} is not within 1..{rounds}")
     result = selection.result
-    if mode == "io":
+    if mode in IO_MODES:
         raw = result.output or result.trace or result.returned or result.exception or ""
         raw = raw.rstrip()
         if len(raw) > MAX_IO_CHARS:  # a runaway output only: keep its end, where pytest reports
@@ -358,6 +399,7 @@ def render_feedback(
             "nodeid": result.nodeid,
             "output": raw,
             "category": selection.category,
+            "example": issue_example(result),
         }
         source = template if template is not None else IO_TEMPLATE
     else:

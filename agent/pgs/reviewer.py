@@ -9,7 +9,9 @@ Per submission (:meth:`PGS.review`):
    candidate is kept aside);
 2. first round: the Tester writes properties; they are validated on the original code
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
-   one more turn with the validation report's lines (``tester_retries``);
+   one more turn with the validation report's lines (``tester_retries``). In the io modes
+   (Self-Edit) the Tester's one turn is the extraction turn instead: the issue's examples as
+   concrete tests, each kept only when it fails on the original code (``issue_examples``);
 3. the related repository tests (or ``--test-cmd``) get a baseline on the original code
    (cached per test file, and per command);
 4. the candidate is re-applied and checked: kept properties + related tests, with fresh
@@ -62,6 +64,7 @@ from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.coverage import check_not_run
 from agent.pgs.evidence import held_to_evidence, replay_inputs
 from agent.pgs.feedback import (
+    IO_MODES,
     IO_TEMPLATE,
     PROPERTY_TEMPLATE,
     TokenCounter,
@@ -75,7 +78,12 @@ from agent.pgs.runner import CheckSettings, install_plugin, pytest_command, run_
 from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName, first_time
-from agent.pgs.validate import drop_contradictions, kept_reasons, validate_properties
+from agent.pgs.validate import (
+    drop_contradictions,
+    keep_failing_examples,
+    kept_reasons,
+    validate_properties,
+)
 from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import (
     Ablation,
@@ -108,8 +116,16 @@ class PGSConfig(BaseModel):
     feedback: FeedbackMode = Field(
         default="property-min",
         description="none: the Generator alone; io: Self-Edit, the raw output of the first "
-        "failing repository test, no Tester; property: property feedback, any failing example; "
-        "property-min: the failing input with the fewest tokens (full PGS)",
+        "failing test (the issue's examples as tests, then the related repository tests), no "
+        "properties; io-min: io with the failing test of the fewest input tokens; property: "
+        "property feedback, any failing example; property-min: the failing input with the "
+        "fewest tokens (full PGS)",
+    )
+    issue_examples: bool = Field(
+        default=True,
+        description="io modes: an extraction turn writes the examples the issue states as "
+        "tests (each kept only when it fails on the original code), io's example tests (off: "
+        "the related repository tests alone)",
     )
     rounds: int = Field(default=5, ge=0, description="most feedback rounds")
     filter: bool = Field(
@@ -408,7 +424,7 @@ class PGS:
             mode,
             self.feedback_sent,
             self.config.rounds,
-            template=self.config.io_template if mode == "io" else self.config.property_template,
+            template=self.config.io_template if mode in IO_MODES else self.config.property_template,
             rerun=self.rerun_command(selection.result),
         )
         round_record.selection = SelectionRecord.model_validate(selection.model_dump())
@@ -600,13 +616,18 @@ class PGS:
         return report
 
     def write_and_validate_properties(self) -> None:
-        """The Tester's first set (none in io mode: Self-Edit has no Tester), validated; while
-        no issue property survives, another turn with the validation report's lines (not
-        without the filter: that retry is the filter's work too)."""
-        if self.config.feedback == "io":
-            self.properties = {}
-            self.record.validation = ValidationRecord(note="io: no Tester")
-            self._sync()
+        """The Tester's first set, validated; while no issue property survives, another turn
+        with the validation report's lines (not without the filter: that retry is the filter's
+        work too). The io modes (Self-Edit has no properties): the extraction turn alone, the
+        issue's examples as tests, or nothing when ``issue_examples`` is off."""
+        if self.config.feedback in IO_MODES:
+            if not self.config.issue_examples:
+                self.properties = {}
+                self.record.validation = ValidationRecord(note="io: no Tester")
+                self._sync()
+                return
+            self.status("the Tester writes the issue's examples as tests")
+            self.tester_turn("examples")
             return
         self.status("the Tester is writing properties")
         self.tester_turn("first")
@@ -681,8 +702,9 @@ class PGS:
         held_files = dict(self.guard.files) if why == "probe" else {}
         with self._fresh() as box:  # the Tester never works where the Generator did
             try:
+                tester = self.config.tester
                 self.properties = run_tester(
-                    self.config.tester,
+                    tester.for_examples() if why == "examples" else tester,
                     self.tester_model,
                     box,
                     self.toolset,
@@ -785,7 +807,12 @@ class PGS:
         with self._fresh() as box:
             original = run_pytest(box, targets, settings=settings, timeout=settings.run_timeout)
         count_pool(original, self.counter)
-        if self.config.filter:
+        if self.config.feedback in IO_MODES:  # the issue's examples: each must fail now
+            kept, dropped = validate_properties(original, self.problem)
+            kept, passing = keep_failing_examples(kept, original)
+            dropped_records = [*dropped, *passing]
+            why_kept = kept_reasons(original, kept, self.problem)
+        elif self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
             dropped_records = [*dropped, *contradicting]
@@ -801,10 +828,15 @@ class PGS:
             why_kept={n: why_kept[n] for n in kept if n in why_kept},
             dropped=dropped_records,
             report=original,
-            filter=self.config.filter,
+            filter=self.config.filter if self.config.feedback not in IO_MODES else None,
             seed=settings.seed,
         )
-        if not self.shows_bug:
+        if not self.shows_bug and self.config.feedback in IO_MODES:
+            validation.note = (
+                "no issue example fails on the original code; io checks with the related "
+                "repository tests alone"
+            )
+        elif not self.shows_bug:
             validation.note = (
                 "no issue property survived validation; the verdict can be tests-only at best"
             )

@@ -1,4 +1,6 @@
-"""The Tester sub-agent: reads the issue and the ORIGINAL code, writes properties.
+"""The Tester sub-agent: reads the issue and the ORIGINAL code, writes properties (or, in
+the extraction turn of the io modes, the issue's examples as concrete tests:
+:meth:`TesterConfig.for_examples`).
 
 It is the Generator's loop (:class:`agent.core.loop.Agent`) with its own prompts, its own model and
 its own conversation: it never sees the Generator's reasoning (shared reasoning means shared
@@ -41,9 +43,26 @@ class TesterConfig(BaseModel):
     probe_template: str = Field(
         default=default_prompt("pgs", "tester", "probe_template"), json_schema_extra=CONFIG_ONLY
     )
+    examples_system_template: str = Field(
+        default=default_prompt("pgs", "tester", "examples_system_template"),
+        json_schema_extra=CONFIG_ONLY,
+    )
+    examples_instance_template: str = Field(
+        default=default_prompt("pgs", "tester", "examples_instance_template"),
+        json_schema_extra=CONFIG_ONLY,
+    )
     step_limit: int = Field(default=30, ge=1, description="most steps for writing properties")
     time_limit: float = Field(default=900.0, ge=0, description="wall-clock seconds (0: none)")
     properties_dir: str = Field(default=PROPERTIES_DIR, description="scratch folder in the repo")
+
+    def for_examples(self) -> TesterConfig:
+        """The extraction turn's config: the examples prompts in place of the properties'."""
+        return self.model_copy(
+            update={
+                "system_template": self.examples_system_template,
+                "instance_template": self.examples_instance_template,
+            }
+        )
 
 
 class SubTrajectory(Trajectory):

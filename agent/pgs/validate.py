@@ -11,7 +11,9 @@ properties that raise by themselves or by misusing an API (an exception raised i
 the property called directly), unmarked tests. :func:`kept_reasons` says why each kept one
 was kept. :func:`drop_contradictions` then drops a regression property
 that asserts on an input an issue property states as a case of the bug (the same
-``@example``): it pins the behaviour the issue asks to change.
+``@example``): it pins the behaviour the issue asks to change. :func:`keep_failing_examples`
+keeps, of the issue's examples as tests (the io modes' extraction turn), only those that show
+the bug.
 """
 
 from __future__ import annotations
@@ -272,4 +274,25 @@ def drop_contradictions(
             dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
         else:
             out.append(nodeid)
+    return out, dropped
+
+
+def keep_failing_examples(
+    kept: list[str], original: CheckReport
+) -> tuple[list[str], list[DroppedProperty]]:
+    """The issue's examples as tests (the extraction turn) that :func:`validate_properties`
+    kept and that FAIL on the original code: an example that passes there, or one marked as a
+    regression, does not show the bug, so it cannot be the example test a fix must meet."""
+    by_id = original.by_id()
+    out: list[str] = []
+    dropped: list[DroppedProperty] = []
+    for nodeid in kept:
+        if by_id[nodeid].kind == "issue" and by_id[nodeid].failed:
+            out.append(nodeid)
+        else:
+            reason = (
+                "not an example of the bug: an issue example must fail on the original code "
+                f"(this one is a {by_id[nodeid].kind} test that passes there)"
+            )
+            dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
     return out, dropped

@@ -36,7 +36,7 @@ from agent.record.base import Record, load
 from agent.record.check import CheckReport, FailingInput, TestResult
 from agent.record.steps import Info, Step
 
-FeedbackMode = Literal["none", "io", "property", "property-min"]
+FeedbackMode = Literal["none", "io", "io-min", "property", "property-min"]
 #: Best first. ``partial``: ``passed`` on fewer than half of the related test files
 #: (:data:`agent.record.check.PARTIAL_BELOW`); ``tests-changed``: the patch changes a test file
 #: the check relies on (which ran as at the base commit).
@@ -78,7 +78,7 @@ class TesterTurn(Record):
     __test__ = False  # not a pytest test class
 
     key: str = Field("", description="where its conversation is stored: tester, tester_2, ...")
-    why: str = Field("", description="first, retry or probe")
+    why: str = Field("", description="first, retry, probe or examples (the io modes' one turn)")
     properties: list[str] = Field(default_factory=list, description="the property files")
     kept: list[str] = Field(default_factory=list)
     dropped: list[DroppedProperty] = Field(default_factory=list)

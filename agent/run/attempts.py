@@ -234,7 +234,8 @@ def run_attempts(
         return run_task(task, config, output_dir, hooks=hooks, global_stats=global_stats)
     if config.pgs.feedback == "none":
         raise InputError(
-            "--attempts chooses by the PGS check: pass --feedback io, property or property-min"
+            "--attempts chooses by the PGS check: pass --feedback io, io-min, property or "
+            "property-min"
         )
     hook = Hooks(hooks)
     hook.on_start(task, config)
@@ -263,7 +264,7 @@ def run_attempts(
         else:
             hook.on_status(f"attempt {k}/{attempts.count}: finished before, kept")
         record = data.pgs_record
-        if shared is None and config.pgs.feedback != "io":
+        if shared is None and config.pgs.feedback not in ("io", "io-min"):
             shared = SharedProperties.from_record(record, k)
         done.append((k, data))
         spent += costs(data)[0]

@@ -8,6 +8,8 @@ The scripted session, in every row:
 - the Generator's first fix takes the middle values of the UNSORTED list (the issue's own
   example, already sorted, passes; so do the repository's tests); after one feedback message,
   the right fix;
+- the io rows' extraction turn writes the issue's own example as a test (it fails on the
+  original code, so it is kept; the first fix passes it);
 - the Tester writes the issue property (even counts) and a regression property (odd counts),
   plus two the soundness filter drops: an issue property that passes on the original code, and
   a regression property that pins the issue's own example to its old answer (dropped as
@@ -127,13 +129,30 @@ TESTER = [
     call("submit"),
 ]
 PROBE_TURN = [write({f"{PROPERTIES}/test_median_bounds.py": BOUNDS}), call("submit")]
+EXTRACTION = "You turn the examples an issue states"
+ISSUE_EXAMPLE = """\
+import pytest
+
+from stats import median
+
+
+@pytest.mark.pgs_issue("median([1, 2, 3, 4]) should return 2.5")
+def test_the_issue_example():
+    out = median([1, 2, 3, 4])
+    assert out == 2.5, f"returned {out!r}, expected 2.5"
+"""
+EXAMPLE_TURN = [write({f"{PROPERTIES}/test_examples.py": ISSUE_EXAMPLE}), call("submit")]
+#: Every row but none: Table 7's five and the unminimised property row.
+ALL_ROWS = "io,io-min,property,property-min,filter,pgs"
 
 
 def policy(request: dict[str, Any]) -> dict[str, Any]:
     """Both conversations, told apart by the system prompt; each answered by how far it got."""
     messages = request["messages"]
     replies = sum(m["role"] == "assistant" for m in messages)
-    if str(messages[0]["content"]).startswith(TESTER_PROMPT):
+    if EXTRACTION in str(messages[0]["content"]):
+        steps = EXAMPLE_TURN
+    elif str(messages[0]["content"]).startswith(TESTER_PROMPT):
         steps = PROBE_TURN if PROBE in str(messages[1]["content"]) else TESTER
     else:
         steps = GENERATOR
@@ -164,32 +183,35 @@ def values(example: str) -> list[int]:
 
 
 @pytest.mark.docker
-def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
+def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
     docker_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "ladder"
     capsys.readouterr()
-    assert main(ladder(out, "--json")) == 0
+    assert main(ladder(out, "--rows", ALL_ROWS, "--json")) == 0
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     rows = data["rows"]
     names = [entry["row"] for row in rows for entry in row["ladder"]]
-    assert names == ["io", "property", "property-min", "filter", "pgs"]
+    assert names == ALL_ROWS.split(",")
     settings = [row["setting"] for row in rows]
     assert settings == [
-        {"mode": "io", "rounds": 1, "filter": None, "fresh_probes": None, "shrink": False},
+        {"mode": "io", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
+        {"mode": "io-min", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
         {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": False},
         {"mode": "property-min", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": True},
         {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0, "shrink": True},
         {"mode": "property-min", "rounds": 5, "filter": True, "fresh_probes": 1, "shrink": True},
     ]
-    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests, so no
-    # feedback and a wrong patch; every property row gets the right fix after one message.
-    assert [row["resolved"] for row in rows] == [0, 1, 1, 1, 1]
-    assert [row["rounds"]["total"] for row in rows] == [0, 1, 1, 1, 1]
+    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests and the
+    # issue's own example (kept: it fails on the original code), so no feedback and a wrong
+    # patch, "passed" by the one example it had; every property row gets the right fix after
+    # one message.
+    assert [row["resolved"] for row in rows] == [0, 0, 1, 1, 1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [0, 0, 1, 1, 1, 1]
     # Unfiltered, the pinned property punishes the right fix: failed; filtered: passed.
     verdicts = [next(v for v, n in row["verdicts"].items() if n) for row in rows]
-    assert verdicts == ["tests-only", "failed", "failed", "passed", "passed"]
+    assert verdicts == ["passed", "passed", "failed", "failed", "passed", "passed"]
 
     def traj(row: str) -> dict[str, Any]:
         (path,) = (out / row).glob("*/*.traj")
@@ -233,6 +255,13 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
         assert PINNED not in validation["kept"] and PASSES not in validation["kept"]
         reasons = {d["nodeid"]: d["reason"] for d in validation["dropped"]}
         assert "contradicts the issue" in reasons[PINNED]
+    # The io rows: one Tester turn, the extraction turn, which kept the issue's example.
+    for row in ("io", "io-min"):
+        pgs = traj(row)["pgs"]
+        assert [t["why"] for t in pgs["tester_turns"]] == ["examples"]
+        assert pgs["validation"]["kept"] == [
+            f"{PROPERTIES}/test_examples.py::test_the_issue_example"
+        ]
     # Only the full PGS row probes: one round rows refine once and stop.
     assert [len(traj(row)["pgs"]["tester_turns"]) for row in ("property", "filter", "pgs")] == [
         1,
@@ -254,17 +283,17 @@ def test_the_ladder_runs_five_distinct_rows_on_the_bundled_example(
 
     # Resumed: nothing runs again, nothing is graded again, the same rows as a table.
     stamps = {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")}
-    assert main(ladder(out)) == 0
+    assert main(ladder(out, "--rows", ALL_ROWS)) == 0
     captured = capsys.readouterr()
-    assert captured.err.count("finished before") == 5
+    assert captured.err.count("finished before") == 6
     assert "hidden tests" not in captured.err
     assert {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")} == stamps
     table = [
         line
         for line in captured.out.splitlines()
-        if re.match(r"│ (io|property|property-min|filter|pgs) ", line)
+        if re.match(r"│ (io|io-min|property|property-min|filter|pgs) ", line)
     ]
-    assert len(table) == 5 and len(set(table)) == 5
+    assert len(table) == 6 and len(set(table)) == 6
     assert main(["report", *(str(out / row) for row in names), "--json"]) == 0
     assert [row["setting"] for row in json.loads(capsys.readouterr().out)["rows"]] == settings
 
@@ -330,7 +359,7 @@ def test_the_ladder_runs_swe_bench_records_and_grades_them_as_pgs_eval(
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [[entry["row"] for entry in row["ladder"]] for row in rows] == [["io"], ["pgs"]]
     assert [(row["setting"]["mode"], row["setting"]["rounds"]) for row in rows] == [
-        ("io", 1),
+        ("io", 5),
         ("property-min", 5),
     ]
     # Each row graded as `pgs eval` grades, its summary in the row's folder.
@@ -355,3 +384,47 @@ def test_a_row_folder_of_another_setting_is_not_resumed(
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"pgs: error: {run} ran with another setting (") and "--redo" in line
     assert sorted(p.name for p in out.iterdir()) == ["pgs"]  # nothing ran
+
+
+def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
+    """Every row's setting, from a run config of 4 rounds and 2 probes; and the table of the
+    module's docstring says the same (its feedback, rounds and filter columns)."""
+    from agent.cli import ladder as module
+    from agent.pgs.reviewer import ablation
+    from agent.run.config import load_config
+
+    config = load_config(None, {"model": {"name": "m"}, "pgs": {"rounds": 4, "fresh_probes": 2}})
+    settings = {
+        name: ablation(row.config(config).pgs).model_dump() for name, row in module.ROWS.items()
+    }
+    assert settings == {
+        "none": {"mode": "none", "rounds": None, "filter": None, "fresh_probes": None,
+                 "shrink": None},
+        "io": {"mode": "io", "rounds": 4, "filter": None, "fresh_probes": None, "shrink": False},
+        "io-min": {"mode": "io-min", "rounds": 4, "filter": None, "fresh_probes": None,
+                   "shrink": False},
+        "property": {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0,
+                     "shrink": False},
+        "property-min": {"mode": "property-min", "rounds": 1, "filter": False,
+                         "fresh_probes": 0, "shrink": True},
+        "filter": {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0,
+                   "shrink": True},
+        "pgs": {"mode": "property-min", "rounds": 4, "filter": True, "fresh_probes": 2,
+                "shrink": True},
+    }  # fmt: skip
+    # Table 7's five rows by default, every setting distinct (check_config refuses twins).
+    assert module.DEFAULT_ROWS == ("io", "io-min", "property-min", "filter", "pgs")
+    module.check_config(config, [module.ROWS[name] for name in module.ROWS])
+    # The docstring's table: a line per row, ``name`` then its columns.
+    doc = module.__doc__ or ""
+    table = {
+        m.group(1): m.group(2).split()[-4:]
+        for m in re.finditer(r"^``([\w-]+)``\s{2,}(.*)$", doc, flags=re.MULTILINE)
+    }
+    assert list(table) == list(module.ROWS)
+    for name, (feedback, rounds, filter_, _) in table.items():
+        setting = settings[name]
+        assert feedback == setting["mode"], name
+        expected_rounds = {None: "-", 1: "1", 4: "N"}[setting["rounds"]]
+        assert rounds == expected_rounds, name
+        assert filter_ == {None: "-", True: "on", False: "off"}[setting["filter"]], name

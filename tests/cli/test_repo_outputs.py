@@ -18,6 +18,7 @@ from agent.models.script_server import ScriptedServer
 from tests.repos import git, make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 
+PGS = [sys.executable, "-m", "agent.cli"]
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py", "Fix it.")
 #: Importing the module writes __pycache__/textutil.cpython-*.pyc into the repository.
 IMPORT = bash("python3 -c 'import textutil; print(textutil.shout(\"hi\"))'", "Check it.")
@@ -87,3 +88,36 @@ def test_the_bytecode_of_an_import_is_not_in_the_patch_nor_applied(tmp_path: Pat
     assert not list(repo.rglob("__pycache__"))
     status = git(repo, "status", "--porcelain").splitlines()
     assert sorted(status) == [" M textutil.py", " M vendored/legacy.pyc"]
+
+
+def test_a_replay_from_inside_the_repo_into_a_folder_of_the_users_is_not_dirt(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "textutil", BUGGY)
+    with ScriptedServer([FIX, SUBMIT]) as server:
+        done = pgs(repo, run_argv(Path("."), url=server.url))
+    assert done.returncode == 0, done.stderr
+    (recording,) = (repo / "trajectories").glob("*/*/*.traj")
+    (repo / "replays").mkdir()  # the user's own folder: pgs gives it no .gitignore
+    for where in ("replays/0", "replays/1"):  # the second one sees the first one's files
+        done = subprocess.run(
+            [
+                *PGS,
+                "replay",
+                str(recording),
+                "--repo",
+                ".",
+                "--sandbox",
+                "local",
+                "--output-dir",
+                where,
+            ],
+            cwd=repo,
+            env=pgs_env(DOCKER_HOST="unix:///nonexistent/no-docker.sock"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "uncommitted changes" not in done.stderr
+    assert len(list((repo / "replays").glob("*/*/*.patch"))) == 2

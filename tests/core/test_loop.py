@@ -448,7 +448,10 @@ def test_api_key_never_reaches_the_output_folder_the_terminal_or_the_model(
     assert key not in done.stdout and key not in done.stderr
     assert key not in requests  # the sandbox does not see the key, so no observation holds it
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert {p.suffix for p in files} == {".traj", ".patch", ".pred", ".log", ".yaml"}
+    # The output folder's .gitignore (``*``, pgs made the folder) is checked for the key too.
+    assert out / ".gitignore" in files
+    suffixes = {p.suffix for p in files if p.name != ".gitignore"}
+    assert suffixes == {".traj", ".patch", ".pred", ".log", ".yaml"}
     for path in files:
         assert key not in path.read_text(), path
 
@@ -529,8 +532,9 @@ def test_cli_unreachable_server_is_one_error_line(
 ) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     argv = run_argv(repo, "--image", base_image, "--output-dir", str(tmp_path / "out"), url=url)
-    line = cli_error(capsys, *argv, code=1)  # the run started: its files are written
-    assert f"cannot reach {url}" in line and "--base-url" in line
+    line = cli_error(capsys, *argv)  # found before the run: nothing started, nothing written
+    assert f"cannot reach the model's server at {url}" in line and "--base-url" in line
+    assert not (tmp_path / "out").exists()
 
 
 def test_cli_refused_api_key_is_one_error_line(
@@ -570,7 +574,11 @@ def test_cli_repository_image_at_another_commit_is_refused(
     repo = make_example_repo(tmp_path / "stats")
     image = build_repo_image(repo).tag  # the demo's image: cached after the first build
     make_repo(repo, {"stats.py": (repo / "stats.py").read_text() + "\n# moved on\n"}, "later")
-    argv = run_argv(repo, "--image", image, "--output-dir", str(tmp_path / "out"))
-    line = cli_error(capsys, *argv)
+    with ScriptedServer([]) as server:  # the model answers: the image is what is refused
+        argv = run_argv(
+            repo, "--image", image, "--output-dir", str(tmp_path / "out"), url=server.url
+        )
+        line = cli_error(capsys, *argv)
+        assert not server.requests
     assert "the image holds a repository at /repo at commit" in line
     assert "pgs env build" in line

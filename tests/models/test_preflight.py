@@ -307,3 +307,35 @@ def test_the_saved_config_records_the_base_url_a_dot_env_gave(repo: Path, tmp_pa
         rerun, _ = pgs([*again, "--output-dir", str(tmp_path / "again")], pgs_env(), elsewhere)
         assert rerun.returncode == 0, rerun.stderr
         assert len(server.requests) == 4  # both runs' two calls reached it
+
+
+# --------------------------------------------------------------------------- every command
+
+
+VERIFIED = ROOT / "tests" / "data" / "verified-dev.jsonl"
+
+
+@pytest.mark.parametrize("command", ["batch", "select", "ladder"])
+def test_every_command_with_a_model_checks_it_before_any_work(
+    command: str, tmp_path: Path, no_docker: dict[str, str]
+) -> None:
+    # The commands of many instances: a server that is not there is one line, before any
+    # image, sandbox or row, and nothing is written.
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    out = tmp_path / "out"
+    model = ["--model.name", "scripted", "--model.base-url", url]
+    model += ["--model.prices", '{"scripted": [0, 0]}']
+    if command == "batch":
+        argv = ["batch", "--instances", str(VERIFIED), "--output-dir", str(out), *model]
+    elif command == "select":
+        preds = tmp_path / "preds.json"
+        preds.write_text(json.dumps({"x": {"instance_id": "x", "model_patch": "diff"}}))
+        argv = ["select", "--predictions", str(preds), "--instances", str(VERIFIED)]
+        argv += ["--output-dir", str(out), *model]
+    else:
+        argv = ["ladder", "--examples", "median", "--output-dir", str(out), *model]
+    done, took = pgs(argv, no_docker)
+    assert done.returncode == 2 and took < QUICK, done.stderr
+    line = one_line(done)
+    assert f"cannot reach the model's server at {url} (connection refused" in line
+    assert not out.exists()

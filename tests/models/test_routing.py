@@ -7,6 +7,7 @@ sandbox work, and without litellm one line saying what to install."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -25,6 +26,8 @@ from agent.models.prices import _cost_map
 from tests.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, closed_port, pgs_env
 
+# As pgs imports it (agent/models/litellm.py): its cost map read from the package, never fetched.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 litellm = pytest.importorskip("litellm")
 
 

@@ -341,8 +341,9 @@ def test_slugify_lowercases_words():
 """
 #: The Generator's first fix lower-cases but joins with "_": test_slugify_spaces breaks.
 WRONG = ('"-".join(text.split())', '"_".join(text.lower().split())')
-#: io has no Tester: the repository's tests pass, no issue property shows the fix.
-VERDICT = {"io": "tests-only", "property-min": "passed"}
+#: io's extraction turn writes the issue's example (the same concrete test, from the same
+#: scripted Tester): it fails on the original code and passes on the right fix.
+VERDICT = {"io": "passed", "property-min": "passed"}
 RIGHT = ('"_".join(text.lower().split())', '"-".join(text.lower().split())')
 
 
@@ -356,7 +357,8 @@ def edit(old: str, new: str) -> dict[str, Any]:
 
 
 def two_round_policy(request: dict[str, Any]) -> dict[str, Any]:
-    """Tester (each turn, the first and the fresh probe): one issue property, then submit.
+    """Tester (each turn, the first, the fresh probe and io's extraction turn): one issue
+    property (a concrete test of the issue's example), then submit.
     Generator: a wrong fix, submit; after the feedback, the right fix, submit."""
     messages = request["messages"]
     replies = sum(m["role"] == "assistant" for m in messages)
@@ -425,10 +427,10 @@ def test_self_edit_and_pgs_side_by_side(
         stats += [pgs[turn["key"]]["info"]["model_stats"] for turn in pgs["tester_turns"]]
         cost = sum(s["instance_cost"] for s in stats)
         generator_cost = traj_data["info"]["model_stats"]["instance_cost"]
-        if mode == "io":  # Self-Edit: no Tester, the repository's tests alone
-            assert cost == generator_cost > 0 and pgs["verdict"] == VERDICT[mode]
-        else:
-            assert cost > generator_cost > 0  # the Tester's cost is included
+        # The Tester's cost is included: io's one turn is the extraction turn.
+        assert cost > generator_cost > 0
+        whys = [turn["why"] for turn in pgs["tester_turns"]]
+        assert whys == ["examples"] if mode == "io" else whys[0] == "first"
 
         row = rows[mode]
         assert row["runs"] == [str(out)] and row["instances"] == 1
@@ -449,7 +451,7 @@ def test_self_edit_and_pgs_side_by_side(
         }
         assert pred["pgs_feedback_tokens"] == tokens
         assert pred["cost"] == pytest.approx(cost)
-        # The rest of the setting: io has no Tester (no filter, no probes) and shrinks nothing.
+        # The rest of the setting: io has no properties (no filter, no probes), shrinks nothing.
         assert (pred["pgs_max_rounds"], pred["pgs_filter"], pred["pgs_shrink"]) == (
             (5, None, False) if mode == "io" else (5, True, True)
         )

@@ -497,3 +497,57 @@ def test_templates_can_be_replaced_and_rounds_are_checked() -> None:
     assert render_feedback(chosen, "property", 3, 4, custom) == "3/4 xs=[3] property_violation"
     with pytest.raises(ValueError, match="round 6"):
         render_feedback(chosen, "property", 6, 5)
+
+
+def example_test(nodeid: str, statement: str, output: str) -> TestResult:
+    """An issue example as the extraction turn writes it: a concrete test (no Hypothesis
+    input) whose pgs_issue mark states the input and the expected output."""
+    return failure("wrong_answer", nodeid, kind="issue", rule=statement, output=output)
+
+
+def test_io_feeds_back_a_failing_issue_example_with_its_input_expected_and_actual() -> None:
+    long = example_test(
+        ".pgs/properties/test_examples.py::test_long",
+        "median([10, 20, 30, 40, 50, 60]) should return 35.0",
+        "E   AssertionError: returned 40, expected 35.0",
+    )
+    short = example_test(
+        ".pgs/properties/test_examples.py::test_short",
+        "median([1, 2]) should return 1.5",
+        "E   AssertionError: returned 2, expected 1.5",
+    )
+    repo = failure("wrong_answer", "tests/test_stats.py::test_odd", output="E   assert 2 == 3")
+    report = CheckReport(results=[long, short, repo])
+
+    io = select_failure(report, "io", SIMPLE)
+    assert io is not None and io.result == long and io.candidates == 3
+    assert io.input == "median([10, 20, 30, 40, 50, 60])"  # the input, as the mark states it
+    message = render_feedback(io, "io", 1, 5)
+    lines = message.splitlines()
+    assert lines[0] == (
+        "Round 1 of 5: the issue's example .pgs/properties/test_examples.py::test_long failed."
+    )
+    # Self-Edit's comment: the input and the expected output, then what the code gave.
+    assert lines[1] == (
+        "Example (input and expected output, as the issue states them): "
+        "median([10, 20, 30, 40, 50, 60]) should return 35.0"
+    )
+    assert "returned 40, expected 35.0" in message
+    assert lines[-1] == "Rewrite the code so that this test passes."
+
+    # io-min: the failing example whose input has the fewest tokens (Table 7's second row).
+    smallest = select_failure(report, "io-min", SIMPLE)
+    assert smallest is not None and smallest.result == short and smallest.mode == "io-min"
+    assert smallest.input == "median([1, 2])" and smallest.tokens == SIMPLE.count("median([1, 2])")
+    assert smallest.tokens < SIMPLE.count(io.input)
+    assert "fewest" not in smallest.why and "tokens" in smallest.why
+    assert "median([1, 2]) should return 1.5" in render_feedback(smallest, "io-min", 2, 5)
+
+
+def test_io_min_among_repository_tests_alone_picks_the_shortest_node_id() -> None:
+    a = failure("wrong_answer", "tests/test_a_long_name.py::test_b", output="E   assert 1 == 2")
+    b = failure("runtime_error", "tests/t.py::c", output="E   ValueError")
+    chosen = select_failure(CheckReport(results=[a, b]), "io-min", SIMPLE)
+    assert chosen is not None and chosen.result == b
+    message = render_feedback(chosen, "io-min", 1, 5)
+    assert message.startswith("Round 1 of 5: tests/t.py::c failed. Its pytest output:")

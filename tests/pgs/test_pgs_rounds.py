@@ -5,7 +5,8 @@ sandboxes of the DEDUPE example repository, real pytest and Hypothesis):
 - fresh probes: once every kept property passes, the Tester looks for new rules (never seeing
   the patch) and the candidate must meet those too;
 - a diff left when a limit ends the run is checked, and its verdict recorded;
-- ``--feedback io`` is Self-Edit: no Tester, the raw output of a failing repository test.
+- ``--feedback io`` is Self-Edit: the issue's example as a test, the raw output of a failing
+  repository test.
 """
 
 from __future__ import annotations
@@ -174,19 +175,42 @@ def test_a_diff_left_by_the_step_limit_is_checked_and_its_verdict_recorded(
     assert "verdict: failed" in run.stderr
 
 
-def test_feedback_io_is_self_edit_no_tester_and_a_failing_repository_test(
+#: The extraction turn's test of the issue's own example (a concrete test, no Hypothesis).
+ISSUE_EXAMPLE = {
+    f"{PROPERTY_DIR}/test_examples.py": (
+        "import pytest\n\nfrom listutils.core import dedupe\n\n\n"
+        '@pytest.mark.pgs_issue("dedupe([1, 2, 1]) should return [1, 2]")\n'
+        "def test_the_issue_example():\n"
+        "    out = dedupe([1, 2, 1])\n"
+        '    assert out == [1, 2], f"returned {out!r}, expected [1, 2]"\n'
+    )
+}
+
+
+def test_feedback_io_is_self_edit_the_issue_example_and_a_failing_repository_test(
     dedupe: Example, tmp_path: Path
 ) -> None:
+    """The extraction turn writes the issue's example (kept: it fails on the original code);
+    the wrong fix passes it but breaks a repository test: that test is fed back raw."""
     generator = [candidate(DEDUPE, DEDUPE.wrong, "sort the set"), submit("Fixed."), *FIX_AT_ONCE]
-    run = run_session(dedupe, tmp_path, by_turn(generator, []), {"feedback": "io"})
-    assert not any(is_tester(r) for r in run.requests)
+    run = run_session(
+        dedupe,
+        tmp_path,
+        by_turn(generator, writing_properties(DEDUPE, ISSUE_EXAMPLE)),
+        {"feedback": "io"},
+    )
     pgs = run.pgs
-    assert pgs["validation"]["note"] == "io: no Tester" and pgs["tester_turns"] == []
+    # One Tester turn, the extraction turn: its own prompt, no property prompt.
+    (first,) = conversations(run.requests)
+    assert "Write the issue's examples as tests" in first and DEDUPE.issue in first
+    assert [t["why"] for t in pgs["tester_turns"]] == ["examples"]
+    example = f"{PROPERTY_DIR}/test_examples.py::test_the_issue_example"
+    assert pgs["validation"]["kept"] == [example]
     selection = pgs["rounds"][0]["selection"]
     assert selection["result"]["nodeid"] == "tests/test_core.py::test_dedupe_example"
     (message,) = run.feedback
     assert message.startswith("Round 1 of 5: tests/test_core.py::test_dedupe_example")
     assert "assert [1, 2, 3] == [3, 1, 2]" in message
     assert PROPERTY_DIR not in message
-    # The right fix passes the related tests: with no issue property, that is tests-only.
-    assert pgs["verdict"] == "tests-only" and len(pgs["rounds"]) == 2
+    # The right fix passes the issue's example, which failed on the original code: passed.
+    assert pgs["verdict"] == "passed" and len(pgs["rounds"]) == 2

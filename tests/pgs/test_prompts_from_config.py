@@ -296,8 +296,10 @@ def block(command: str, thought: str = "Next.") -> dict[str, Any]:
     return {"content": f"{thought}\n\n```bash\n{command}\n```"}
 
 
-#: Text mode, io feedback (no Tester), SWE-agent's truncation: the other format errors, the
-#: other refusals and cut, the io feedback message.
+EXAMPLES_SYSTEM = marker(("pgs", "tester", "examples_system_template"))
+#: Text mode, io feedback (the extraction turn writes no example: it submits at once),
+#: SWE-agent's truncation: the other format errors, the other refusals and cut, the io feedback
+#: message.
 TEXT_MODE = [
     {"content": "No block at all."},
     {"content": "Two.\n\n```bash\nls\n```\n\n```bash\npwd\n```"},
@@ -319,6 +321,8 @@ def text_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     def script(request: dict[str, Any]) -> Any:
+        if request["messages"][0]["content"].startswith(EXAMPLES_SYSTEM):
+            return block("submit", "The issue states no example I can write.")
         n = sum(m["role"] == "assistant" for m in request["messages"])
         return TEXT_MODE[n] if n < len(TEXT_MODE) else None
 
@@ -332,7 +336,11 @@ def test_in_text_mode_with_io_feedback_too_only_the_configs_texts_are_sent(
     text_run: tuple[list[dict[str, Any]], dict[str, Any]],
 ) -> None:
     requests, traj = text_run
-    assert len(requests) == len(TEXT_MODE) and traj["pgs"]["rounds"][0]["feedback"]
+    extraction = [r for r in requests if texts(r)[0].startswith(EXAMPLES_SYSTEM)]
+    assert len(extraction) == 1  # the io modes' one Tester turn, with the config's prompts
+    assert marker(("pgs", "tester", "examples_instance_template")) in texts(extraction[0])[1]
+    assert traj["pgs"]["tester_turns"][0]["why"] == "examples"
+    assert len(requests) == len(TEXT_MODE) + 1 and traj["pgs"]["rounds"][0]["feedback"]
     sent = "\n".join(text for request in requests for text in texts(request))
     leaked = {line: ".".join(path) for line, path in default_lines().items() if line in sent}
     assert not leaked, leaked

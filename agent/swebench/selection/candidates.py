@@ -176,7 +176,7 @@ def candidates_hash(candidates: list[Candidate]) -> str:
 
 def write_predictions_files(by_run: dict[str, dict[str, str]], folder: Path) -> list[Path]:
     """One SWE-bench predictions file per run ({run: {instance id: patch}}) in ``folder``:
-    how ``bench/select.py`` and the tests hand real submissions to ``pgs select``."""
+    how ``bench/selection.py`` and the tests hand real submissions to ``pgs select``."""
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for run, patches in sorted(by_run.items()):

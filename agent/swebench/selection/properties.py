@@ -39,7 +39,7 @@ from envs.seal import Seal
 
 def check_tester_config(config: RunConfig) -> None:
     """A configuration ``pgs select`` can write properties with: a mode that has a Tester."""
-    if config.pgs.feedback in ("none", "io"):
+    if config.pgs.feedback in ("none", "io", "io-min"):
         raise InputError(
             f"pgs select --model writes the Tester's properties: --feedback "
             f"{config.pgs.feedback} has no Tester (leave it out, or give property or "

@@ -29,7 +29,7 @@ computed by :data:`KEYS` (smaller is better), in this order:
 12. **patch size**: lines added and removed, the smaller first.
 
 Still tied: the candidate read first, recorded as a tie. The order was chosen on the dev set
-(``bench/select.py`` prints chosen-resolved for the default and for each key left out; the
+(``bench/selection.py`` prints chosen-resolved for the default and for each key left out; the
 keys 8 to 12 need no container and were compared on all 86 instances of
 ``candidates-dev.json``: docs/select.md); it never looks at which submission or model a patch
 came from.

@@ -1,6 +1,6 @@
 """``pgs select`` on real patches of real agents, scored by their official labels.
 
-    .venv/bin/python bench/select.py --repos-dir DIR [--candidates FILE] [--records FILE]
+    .venv/bin/python bench/selection.py --repos-dir DIR [--candidates FILE] [--records FILE]
         [--output-dir OUT] [--workers N] [--budget S] [--filter REGEX] [--python-map A=B]
         [--score-only] [--all-labels]
 
