@@ -4,21 +4,21 @@ The ladder's rows (:data:`ROWS`; ``--rows`` picks some, by default the five of T
 :data:`DEFAULT_ROWS`) run over one batch, each with one full ablation setting, each in its own
 folder ``OUTPUT/<row>``:
 
-=================  ===================================  ============  ======  ======  ======
-row                Table 7                              feedback      rounds  filter  probes
-=================  ===================================  ============  ======  ======  ======
-``none``           (the Generator alone; not in Table   none          -       -       -
-                   7, ``--rows`` adds it)
-``io``             Raw I/O feedback (Self-Edit)         io            N       -       -
-``io-min``         + structural minimisation            io-min        N       -       -
-``property``       (property generation without         property      1       off     0
-                   minimisation; ``--rows`` adds it)
-``property-min``   + property generation                property-min  1       off     0
-``filter``         + property check (filtering)         property-min  1       on      0
-``pgs``            + iterative refinement (full PGS)    property-min  N       on      P
-``pick-then-       (not in Table 7) full PGS, shrinking property-min  N       on      P
-shrink``           the pool's fewest-token input
-=================  ===================================  ============  ======  ======  ======
+====================  ====================================  ============  ======  ======  ======
+row                   Table 7                               feedback      rounds  filter  probes
+====================  ====================================  ============  ======  ======  ======
+``none``              (the Generator alone; not in Table    none          -       -       -
+                      7, ``--rows`` adds it)
+``io``                Raw I/O feedback (Self-Edit)          io            N       -       -
+``io-min``            + structural minimisation             io-min        N       -       -
+``property``          (property generation without          property      1       off     0
+                      minimisation; ``--rows`` adds it)
+``property-min``      + property generation                 property-min  1       off     0
+``filter``            + property check (filtering)          property-min  1       on      0
+``pgs``               + iterative refinement (full PGS)     property-min  N       on      P
+``pick-then-shrink``  (not in Table 7) full PGS, shrinking  property-min  N       on      P
+                      the pool's fewest-token input
+====================  ====================================  ============  ======  ======  ======
 
 N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; the shipped
 ``--config paper`` sets the paper's 5). The io rows are Self-Edit, the baseline the paper runs

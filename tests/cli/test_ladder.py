@@ -411,6 +411,9 @@ def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
                    "shrink": True},
         "pgs": {"mode": "property-min", "rounds": 4, "filter": True, "fresh_probes": 2,
                 "shrink": True},
+        "pick-then-shrink": {"mode": "property-min", "rounds": 4, "filter": True,
+                             "fresh_probes": 2, "shrink": True,
+                             "shrink_order": "pick-then-shrink"},
     }  # fmt: skip
     # Table 7's five rows by default, every setting distinct (check_config refuses twins).
     assert module.DEFAULT_ROWS == ("io", "io-min", "property-min", "filter", "pgs")
