@@ -160,3 +160,20 @@ def test_docs_prompts_md_lists_every_prompt_key() -> None:
     listed = (ROOT / "docs" / "prompts.md").read_text()
     missing = [".".join(p) for p in prompt_keys() if f"`{'.'.join(p)}`" not in listed]
     assert not missing, f"prompt keys docs/prompts.md does not list: {missing}"
+
+
+def test_no_key_of_the_shipped_config_is_written_twice() -> None:
+    # YAML keeps the last of two equal keys silently: an edit of the first would do nothing.
+    repeated: list[str] = []
+
+    class Strict(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+        keys = [loader.construct_object(k) for k, _ in node.value]
+        repeated.extend(f"{k} (line {node.start_mark.line + 1})" for k in keys if keys.count(k) > 1)
+        return loader.construct_mapping(node)
+
+    Strict.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    assert yaml.load(DEFAULT_CONFIG.read_text(), Loader=Strict)
+    assert not repeated
