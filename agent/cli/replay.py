@@ -40,7 +40,7 @@ from agent.models.script_format import trajectory_kind, trajectory_replies
 from agent.record.foreign import info_of
 from agent.record.steps import Info
 from agent.run.config import add_config_flags, flag_overrides, load_config, merge
-from agent.run.outputs import first_missing, mark_as_results, output_paths
+from agent.run.outputs import make_output_dir, output_paths
 from agent.run.run_task import run_task
 from agent.run.task import Task, check_repo
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
@@ -235,10 +235,7 @@ def _run(
         # `pgs run` does), so the next replay or run from inside the repository is not refused.
         folder = Path(output_dir) / iid
         repo = check_repo(args.repo, allow_dirty=args.allow_dirty, own=(folder,))
-        made = first_missing(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        if made is not None:
-            mark_as_results(made)
+        make_output_dir(folder)
         result = run_task(
             Task(instance_id=iid, problem_statement=issue, repo=repo), config, output_dir
         )

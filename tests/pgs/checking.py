@@ -3,6 +3,8 @@ helpers that write properties, apply a patch or commit files in a sandbox."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent.pgs.runner import CheckSettings
 from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox
@@ -80,3 +82,14 @@ def assert_unsound_dropped(reasons: dict[str, str]) -> None:
     assert "itself raised NameError" in reasons[path("name_error")]
     assert reasons[path("import_error")].startswith("the file does not import")
     assert reasons[path("bad_strategy")].startswith("bad strategy (InvalidArgument)")
+
+
+def without_durations(report: Any) -> Any:
+    """A report without its timings: each test's duration, each pooled input's runtime."""
+    if isinstance(report, dict):
+        return {
+            k: without_durations(v) for k, v in report.items() if k not in ("duration", "runtime")
+        }
+    if isinstance(report, list):
+        return [without_durations(v) for v in report]
+    return report

@@ -22,7 +22,8 @@ from agent.cli import main, make_example_repo
 from agent.models.script_server import ScriptedServer
 from agent.pgs.validate import keep_failing_examples, validate_properties
 from agent.record.check import CheckReport, TestResult
-from tests.pgs.test_prompts_from_config import EXAMPLE, MODEL
+from tests.pgs.test_prompts_from_config import EXAMPLE
+from tests.support.textutil import run_argv
 
 EXTRACTION = "You are a test engineer. You turn the examples an issue states"
 PROPERTIES = ".pgs/properties"
@@ -92,18 +93,8 @@ def run(tmp: Path, *flags: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     check = {"python": sys.executable, "test_timeout": 20}
     with ScriptedServer(policy) as server:
         code = main(
-            [
-                "run",
-                "--repo",
-                str(repo),
-                "--issue",
-                str(EXAMPLE / "issue.md"),
-                "--model",
-                MODEL,
-                "--base-url",
-                server.url,
-                "--model.prices",
-                json.dumps({MODEL: [0, 0]}),
+            run_argv(
+                repo,
                 "--sandbox",
                 "local",
                 "--pgs.check",
@@ -111,7 +102,9 @@ def run(tmp: Path, *flags: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
                 "--output-dir",
                 str(tmp / "out"),
                 *flags,
-            ]
+                url=server.url,
+                issue=str(EXAMPLE / "issue.md"),
+            )
         )
         requests = list(server.requests)
     assert code == 0

@@ -38,7 +38,7 @@ from agent.run.config import load_config
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
-from tests.pgs.checking import assert_unsound_dropped
+from tests.pgs.checking import assert_unsound_dropped, without_durations
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 
 pytestmark = pytest.mark.docker
@@ -346,17 +346,6 @@ def counterexample(text: str) -> list[int]:
     match = re.search(r"xs=\[([-\d, ]*)\]", text)
     assert match, text
     return [int(x) for x in match[1].split(",") if x.strip()]
-
-
-def without_durations(report: Any) -> Any:
-    """A report without its timings: each test's duration, each pooled input's runtime."""
-    if isinstance(report, dict):
-        return {
-            k: without_durations(v) for k, v in report.items() if k not in ("duration", "runtime")
-        }
-    if isinstance(report, list):
-        return [without_durations(v) for v in report]
-    return report
 
 
 # --------------------------------------------------------------------------- the DEDUPE session

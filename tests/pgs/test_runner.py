@@ -7,7 +7,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -16,6 +15,7 @@ from envs.docker_sandbox import DockerSandbox
 from tests.pgs.checking import (
     SETTINGS,
     VALIDATED,
+    without_durations,
     write_properties,
 )
 from tests.support.example_repos import DEDUPE
@@ -128,23 +128,12 @@ def test_plugin_reports_each_category_on_python_3_9(dedupe: DockerSandbox) -> No
     assert dedupe.diff() == ""  # nothing left behind in the repository (.hypothesis, caches)
 
 
-def without_timings(report: Any) -> Any:
-    """A report without its timings: each test's duration, each pooled input's runtime."""
-    if isinstance(report, dict):
-        return {
-            k: without_timings(v) for k, v in report.items() if k not in ("duration", "runtime")
-        }
-    if isinstance(report, list):
-        return [without_timings(v) for v in report]
-    return report
-
-
 def test_two_runs_give_the_same_report(dedupe: DockerSandbox) -> None:
     targets = write_properties(dedupe, DEDUPE, *VALIDATED)
 
     def run() -> str:
         data = run_pytest(dedupe, targets, settings=SETTINGS, timeout=60).model_dump()
-        return json.dumps(without_timings(data), indent=1)
+        return json.dumps(without_durations(data), indent=1)
 
     first = run()
     assert first == run()
