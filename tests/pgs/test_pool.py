@@ -285,7 +285,10 @@ def test_a_run_records_the_pool_and_the_bench_compares_the_nine_strategies_over_
     for pooled in failed.pool:
         assert pooled.tokens is not None and pooled.tokens > 0
         assert pooled.runtime is not None and pooled.lines is not None and pooled.lines > 0
-    assert any(p.source == "replayed" for p in failed.pool)  # the validation's, fed again
+    # The validation's inputs are fed again; whether one still fails on this wrong candidate
+    # depends on what the validation drew (the check's seed is new each run), so a pooled
+    # input labelled "replayed" is not certain, only that they ran.
+    assert failed.replayed
     assert record.validation is not None and record.validation.report is not None
     assert any(r.pool for r in record.validation.report.results)
 
