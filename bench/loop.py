@@ -37,7 +37,7 @@ from agent.models.script_server import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import ensure_base_image
 from envs.sandbox import CommandResult
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 
 class TimedModel:

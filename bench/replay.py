@@ -29,7 +29,7 @@ from agent.models import Model, ModelConfig, OpenAIModel, ReplayModel
 from agent.models.script_server import ScriptedServer
 from bench.loop import TimedModel
 from envs.local import LocalSandbox
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 
 def script(steps: int) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.docker_util import docker_client
 from envs.images import RepoImageSpec, build_repo_image, ensure_base_image
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 
 def timed(fn: Callable[[], object], n: int) -> list[float]:

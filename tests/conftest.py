@@ -22,7 +22,7 @@ from hypothesis import settings
 
 from envs.docker_util import LABEL, PID_LABEL
 from envs.errors import DockerUnavailable
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 IN_CI = os.environ.get("CI") == "true"
 #: Fixtures that need the daemon; a test using any of them (directly or through another

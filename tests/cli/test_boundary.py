@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from agent.models.script_server import ScriptedServer
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 from tests.support.textutil import ISSUE, MODEL, pgs_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ import pytest
 
 from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import pgs_env, run_argv
 

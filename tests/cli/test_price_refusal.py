@@ -17,7 +17,7 @@ import pytest
 from agent.cli import main
 from agent.models.prices import cost_map_path
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.swe_dataset import batch_args, make_dataset
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 

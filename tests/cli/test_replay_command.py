@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 from tests.support.textutil import pgs_env
 
 ROOT = Path(__file__).resolve().parents[2]

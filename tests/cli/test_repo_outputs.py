@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from agent.models.script_server import ScriptedServer
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 
 PGS = [sys.executable, "-m", "agent.cli"]

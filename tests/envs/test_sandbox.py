@@ -23,7 +23,7 @@ from envs.errors import (
 )
 from envs.local import LocalSandbox
 from envs.sandbox import Sandbox
-from tests.repos import git
+from tests.support.repos import git
 
 
 @pytest.fixture

@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import (
     BUGGY,
     ISSUE,

@@ -23,7 +23,7 @@ from agent.models import (
     model_kind,
 )
 from agent.models.prices import _cost_map
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, closed_port, pgs_env
 
 # As pgs imports it (agent/models/litellm.py): its cost map read from the package, never fetched.

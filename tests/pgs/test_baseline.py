@@ -16,7 +16,7 @@ from agent.pgs.related import (
 )
 from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     SETTINGS,
     apply_patch,
     commit_files,

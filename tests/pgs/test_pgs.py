@@ -38,7 +38,7 @@ from agent.run.config import load_config
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
-from tests.pgs.checking import assert_unsound_dropped, without_durations
+from tests.support.checking import assert_unsound_dropped, without_durations
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 
 pytestmark = pytest.mark.docker

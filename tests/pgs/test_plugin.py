@@ -380,7 +380,7 @@ def test_an_issue_property_shows_the_bug_by_its_own_check_or_the_repositorys_exc
     tmp_path: Path,
 ) -> None:
     from agent.pgs.validate import kept_reasons, validate_properties
-    from tests.repos import make_repo
+    from tests.support.repos import make_repo
 
     repo = make_repo(tmp_path / "shapes", {"shapes/__init__.py": "", "shapes/core.py": SHAPES})
     path = ".pgs/properties/test_origins.py"

@@ -12,7 +12,7 @@ import pytest
 
 from agent.pgs.runner import CheckSettings, run_pytest
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     SETTINGS,
     VALIDATED,
     without_durations,
