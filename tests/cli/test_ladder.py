@@ -186,9 +186,13 @@ def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
         (selection,) = [r["selection"] for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
         assert selection["result"]["nodeid"] == ISSUE
         fed[row] = values(selection["input"])
-    assert fed["property-min"] == fed["filter"]
-    assert len(fed["property-min"]) == 4 and set(fed["property-min"]) <= {0, 1}
-    assert fed["property"] != fed["property-min"] and max(map(abs, fed["property"])) > 1
+    # Each row draws its own inputs (a random run seed): shrinking from them ends in a minimal
+    # failing list of four 0s and 1s, [0, 0, 1, 0] or [1, 0, 0, 1] (both local minima: neither
+    # shrinks to the other), so the two shrinking rows agree on its form, not always its value.
+    for row in ("property-min", "filter"):
+        assert len(fed[row]) == 4 and set(fed[row]) <= {0, 1}, (row, fed[row])
+        assert fed["property"] != fed[row]
+    assert max(map(abs, fed["property"])) > 1
     assert f"Input: values={fed['property']!r}" in traj("property")["pgs"]["rounds"][0]["feedback"]
     # The command that reruns the property alone shrinks as the row does.
     rerun = {
