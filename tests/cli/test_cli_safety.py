@@ -33,6 +33,7 @@ import pytest
 from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
 from tests.support.inprocess import Ran, run_pgs
+from tests.support.processes import Shown
 from tests.support.repos import make_repo
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import pgs_env, run_argv
@@ -481,33 +482,6 @@ class HeldFirst:
             self.asked.set()
             self.release.wait(60)
         return fixing_policy(request)
-
-
-class Shown:
-    """What a process writes to its stdout, read as it comes (so it never blocks on a full
-    pipe), and waited on for a text."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.proc = proc
-        self.data = bytearray()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while block := os.read(self.proc.stdout.fileno(), 4096):
-            self.data += block
-
-    def text(self) -> str:
-        self.reader.join(10)
-        return self.data.decode(errors="replace")
-
-    def wait_for(self, text: str, seconds: float) -> None:
-        deadline = time.monotonic() + seconds
-        while text.encode() not in self.data:
-            assert self.proc.poll() is None, self.text()
-            assert time.monotonic() < deadline, self.data.decode(errors="replace")
-            time.sleep(0.05)
 
 
 def asked_about(server: ScriptedServer, word: str) -> int:
