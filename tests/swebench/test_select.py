@@ -35,10 +35,9 @@ from typing import Any
 import pytest
 
 from envs.docker_util import LABEL, PID_LABEL, RUN_LABEL
-from tests.support.swe_dataset import Dataset, git, make_dataset
+from tests.support.swe_dataset import I1, I2, Dataset, git, make_dataset
 from tests.support.textutil import ROOT, pgs_env
 
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 PGS = [sys.executable, "-m", "agent.cli"]
 ISSUE = """slugify keeps capitals
 

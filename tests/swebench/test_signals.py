@@ -26,10 +26,9 @@ import pytest
 
 from envs.docker_util import LABEL, PID_LABEL
 from envs.scratch import cache_dir
-from tests.support.swe_dataset import Dataset, make_dataset
+from tests.support.swe_dataset import I1, I2, Dataset, make_dataset
 from tests.support.textutil import ROOT, pgs_env
 
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 INTERRUPTED = 130
 #: How long the stopped work sleeps in its container: a command that waited for it, instead of
 #: stopping it, would take this long (whatever the machine's speed, stopping takes far less).

@@ -36,6 +36,8 @@ from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
 from tests.support.processes import Shown
 from tests.support.swe_dataset import (
+    I1,
+    I2,
     Dataset,
     batch_args,
     eval_summary,
@@ -44,7 +46,6 @@ from tests.support.swe_dataset import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 WRONG = """diff --git a/textkit/core.py b/textkit/core.py
 --- a/textkit/core.py
 +++ b/textkit/core.py
