@@ -112,6 +112,7 @@ import os
 import pickle
 import re
 import signal
+import sys
 import time
 import zlib
 from typing import TYPE_CHECKING, Any
@@ -121,8 +122,10 @@ import pytest
 # On the host this is agent.pgs.pgs_pytest_plugin; in the sandbox a top-level module whose folder
 # holds pgs_pytest_plugin_results.py too (runner.install_plugin copies both).
 if TYPE_CHECKING or __package__:
+    from . import pgs_pytest_plugin_oracle as oracles
     from . import pgs_pytest_plugin_results as results
 else:
+    import pgs_pytest_plugin_oracle as oracles
     import pgs_pytest_plugin_results as results
 
 REPORT_ENV = "PGS_REPORT"
@@ -164,6 +167,8 @@ def _hypothesis_profile() -> None:
     left_out = {"explain"} if _env_number("PGS_SHRINK", 1) else {"explain", "shrink"}
     if _pick_then_shrink():
         left_out.add("shrink")  # the picked input is shrunk after the pool pass
+    if oracles.enabled():  # the issue's own cases are the explicit examples: only those run
+        left_out.update(phase.name for phase in Phase if phase.name != "explicit")
     options: dict[str, Any] = {
         # Without PGS_SEED every run draws the same inputs (derived from each test's source);
         # with it, _seeded() gives every Hypothesis test its seed, which Hypothesis puts first.
@@ -320,6 +325,14 @@ class _Seen:
         #: (pick-then-shrink only: None otherwise).
         self.choices: dict[str, bytes] | None = None
         self.explicit_texts: set[str] = set()
+        #: Inputs the pool pass ran to the end, and how many of them failed.
+        self.pool_ran = 0
+        self.pool_failed = 0
+        #: Inputs that drew the input generator's shared hard inputs (``pgs_inputs.hard``).
+        self.hard_inputs = 0
+        #: With ``PGS_ORACLE``: the first input on which the test failed although the issue's
+        #: stated examples answered every call it made (:mod:`pgs_pytest_plugin_oracle`).
+        self.contradiction: dict[str, Any] | None = None
 
     def __enter__(self) -> _Seen:
         if self.inner is not None:
@@ -348,23 +361,63 @@ class _Seen:
         drawn = self._drawn(args, kwargs)
         example = None if drawn is None else self._example(drawn)
         blob = None if drawn is None else _replay_form(drawn)
+        hard = _hard_drawn()
+        self.hard_inputs += hard
+        if self.phase == "pool":
+            self.pool_ran += 1
+        if _ORACLE is not None:
+            _ORACLE.start()
         started = time.perf_counter()
         try:
             return self.inner(*args, **kwargs)
         except (Exception, pytest.fail.Exception) as exc:
             took = time.perf_counter() - started
-            if example is not None and not type(exc).__module__.startswith("hypothesis"):
+            if type(exc).__module__.startswith("hypothesis"):
+                if self.phase == "pool":
+                    self.pool_ran -= 1  # assume() or the like: not an input that ran
+                raise
+            if _ORACLE is not None and not self._contradicts(example, exc):
+                return None  # not decided by the issue's outputs: the next explicit example
+            if example is not None:
                 if self.phase != "pool":
                     self._failed(example, blob, exc)
                     self.phase_failures += 1
                     self.last_failing = example
-                self._pooled(example, blob, exc, took, args, kwargs)
+                else:
+                    self.pool_failed += 1
+                self._pooled(example, blob, exc, took, args, kwargs, hard=bool(hard))
                 if self.phase == "pool":
                     return None  # recorded; Hypothesis runs the next input
             raise
 
+    def _contradicts(self, example: str | None, exc: BaseException) -> bool:
+        """With the oracle: whether this failure is decided by the issue's stated outputs
+        (every call the input made was answered by them); the first one is recorded."""
+        assert _ORACLE is not None
+        stated = _ORACLE.decided()
+        if stated is None:
+            return False
+        if self.contradiction is None:
+            found = _seen_input(example or "", exc, _repository(self.item), _test_file(self.item))
+            failure = found.get("returned") or found.get("exception") or "failed"
+            self.contradiction = {
+                "stated": stated.describe(),
+                "example_test": stated.nodeid,
+                "input": example,
+                "failure": results.cap(str(failure), SEEN_CHARS),
+            }
+        return True
+
     def _pooled(
-        self, example: str, blob: str | None, exc: BaseException, took: float, args: Any, kw: Any
+        self,
+        example: str,
+        blob: str | None,
+        exc: BaseException,
+        took: float,
+        args: Any,
+        kw: Any,
+        *,
+        hard: bool = False,
     ) -> None:
         """Put a failing input in the pool (once per value) with its runtime (this call's,
         untraced) and the repository lines it runs (a traced rerun of a copy of it)."""
@@ -372,6 +425,8 @@ class _Seen:
             return
         key = _squeezed(example)
         source = self._source(example, blob)
+        if hard and source == "generated":
+            source = "hard"
         known = self.pool.get(key)
         if known is not None:
             if known["source"] in ("shrinking", "shrunk") and source not in ("shrinking",):
@@ -383,7 +438,7 @@ class _Seen:
         entry: dict[str, Any] = {"example": example, "exc": exc, "runtime": took}
         entry.update(source=source, replayed=blob is not None and blob in self.replaying)
         entry["lines"] = self._lines_of(blob, args, kw)
-        if self.choices is not None and source == "generated":
+        if self.choices is not None and source in ("generated", "hard"):
             found = _choices_now()
             if found is not None:
                 self.choices[key] = found
@@ -514,6 +569,23 @@ class _Seen:
             blob = self.replay.get(example or "")
             found["replay"] = blob
             found["from_replay"] = (example in self.replay_failed) or None
+
+
+#: The issue's stated examples, in place (``PGS_ORACLE``); set when the tests are collected.
+_ORACLE: oracles.Oracle | None = None
+#: The module the input generator's hard inputs are drawn through (written beside the
+#: properties by pgs): it lists the names drawn for the input about to run.
+HARD_INPUTS_MODULE = "pgs_inputs"
+
+
+def _hard_drawn() -> int:
+    """1 when the input about to run drew a shared hard input (the list is then emptied)."""
+    module = sys.modules.get(HARD_INPUTS_MODULE)
+    drawn = getattr(module, "DRAWN", None)
+    if not isinstance(drawn, list) or not drawn:
+        return 0
+    del drawn[:]
+    return 1
 
 
 def _repository(item: Any) -> str:
@@ -885,6 +957,7 @@ class PgsReporter:
         #: node id -> what the pool pass noted; node id -> the picked input, shrunk.
         self.pool_notes: dict[str, str | None] = {}
         self.shrunk: dict[str, dict[str, Any]] = {}
+        self.oracle: oracles.Oracle | None = None
         self.started = time.monotonic()
 
     # pytest hooks ------------------------------------------------------------------------------
@@ -902,6 +975,8 @@ class PgsReporter:
                 self.replayed[item.nodeid] = fed
             outcome = yield
             excinfo = outcome.excinfo
+            if _ORACLE is not None:  # only the explicit examples, and no pool: see the oracle
+                return
             if excinfo is not None and _failed_on_explicit_example(excinfo[1]):
                 # Within the same time limit: what the explicit example left of it.
                 found = _search_without_explicit_examples(item, self.root)
@@ -935,6 +1010,17 @@ class PgsReporter:
         except Exception as e:  # never lose the run over the report
             self.errors.append(f"{item.nodeid}: the pgs plugin failed to record it: {e!r}")
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        """With ``PGS_ORACLE``: the issue's stated examples put in place of the callables they
+        name, once every test module is imported (:mod:`pgs_pytest_plugin_oracle`)."""
+        global _ORACLE
+        if not oracles.enabled():
+            return
+        oracle = oracles.Oracle(oracles.stated_examples(items))
+        oracle.install()
+        self.oracle = _ORACLE = oracle
+
     def pytest_collectreport(self, report: Any) -> None:
         if not report.failed:
             return
@@ -953,13 +1039,19 @@ class PgsReporter:
         }
 
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
-        data = {
+        data: dict[str, Any] = {
             "results": list(self.results.values()),
             "errors": self.errors,
             "exit_code": int(exitstatus),
             "duration": round(time.monotonic() - self.started, 3),
             "imported": results.repository_modules(self.repository),
         }
+        if self.oracle is not None:
+            data["oracle"] = {
+                "stated": [s.describe() for s in self.oracle.stated],
+                "installed": self.oracle.installed,
+                "unresolved": self.oracle.unresolved,
+            }
         directory = os.path.dirname(self.path)
         if directory:
             os.makedirs(directory, exist_ok=True)
@@ -983,6 +1075,10 @@ class PgsReporter:
             result.update(outcome="skipped", category="pass")
         if nodeid in self.replayed:
             result["replayed"] = self.replayed[nodeid]
+        if report.when == "call":
+            seen = self.seen.get(nodeid)
+            if seen is not None and seen.hard_inputs:
+                result["hard_inputs"] = seen.hard_inputs
         if not report.failed:
             if report.when == "call":
                 self.seen.pop(nodeid, None)
@@ -1027,6 +1123,10 @@ class PgsReporter:
             if seen.pool:
                 result["pool"] = seen.pool_inputs(self.root)
                 result["pool_lines_by"] = seen.lines.tool if seen.lines is not None else None
+            if seen.pool_ran:
+                result["pool_ran"], result["pool_failed"] = seen.pool_ran, seen.pool_failed
+            if seen.contradiction is not None:
+                result["contradicts"] = seen.contradiction
             note = seen.pool_note(self.pool_notes.pop(item.nodeid, None))
             if note:
                 result["pool_note"] = note
@@ -1057,6 +1157,10 @@ def pytest_configure(config: Any) -> None:
     )
     config.addinivalue_line(
         "markers", "pgs_regression(rule): a PGS regression property; must pass on the original"
+    )
+    config.addinivalue_line(
+        "markers",
+        "pgs_states(call, args, kwargs, returns | raises): an example the issue states, as data",
     )
     _hypothesis_profile()
     path = os.environ.get(REPORT_ENV)

@@ -46,6 +46,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLUGIN = "pgs_pytest_plugin"
 COMPANION = "pgs_pytest_plugin_results"
+ORACLE = "pgs_pytest_plugin_oracle"
 ENTRY_POINTS_ENV = "PGS_ENTRY_POINTS"
 GROUP = "pytest11"
 LIST_FLAG = "--pgs-list-entry-points"
@@ -96,7 +97,7 @@ def _load_plugin() -> Any:
     import importlib.util
 
     module = None
-    for name in (COMPANION, PLUGIN):  # the plugin imports its companion by name
+    for name in (COMPANION, ORACLE, PLUGIN):  # the plugin imports its companions by name
         spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
         if spec is None or spec.loader is None:
             raise SystemExit(f"pgs: cannot load {name} from {HERE}")

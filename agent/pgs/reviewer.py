@@ -49,6 +49,8 @@ import secrets
 import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -79,7 +81,9 @@ from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
 from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName, first_time
 from agent.pgs.validate import (
+    drop_contradicting_examples,
     drop_contradictions,
+    drop_failing_everywhere,
     keep_failing_examples,
     kept_reasons,
     validate_properties,
@@ -89,6 +93,7 @@ from agent.record.pgs import (
     Ablation,
     FeedbackMode,
     GuardedChange,
+    InputsRecord,
     PGSRecord,
     ProbeRecord,
     RoundRecord,
@@ -105,6 +110,12 @@ from envs.seal import UNSEALED_NOTE, Seal, seal_of
 logger = logging.getLogger(__name__)
 
 CANDIDATE = "/tmp/pgs-candidate.patch"
+#: In the property modes, the issue's examples (the filter's public tests) go into this folder
+#: of the properties folder; the input generator writes HARD_INPUTS, and pgs puts the module
+#: the properties draw them through beside it.
+EXAMPLES_DIR = "examples"
+HARD_INPUTS = "hard_inputs.py"
+INPUTS_MODULE = Path(__file__).with_name("pgs_inputs.py")
 #: The validation's search after a failing explicit example draws this many times the inputs.
 SEARCH_FACTOR = 16
 
@@ -145,6 +156,25 @@ class PGSConfig(BaseModel):
         ge=0,
         description="when every kept property passes and feedback rounds remain, ask the "
         "Tester this many more times for new rules before accepting",
+    )
+    input_generator: bool = Field(
+        default=False,
+        description="property modes: before the properties, a Tester turn of its own (the "
+        "issue and the original code only) writes hard inputs for the issue's entry points, "
+        "which every property draws beside its own strategies (PGS's test input generator)",
+    )
+    examples_filter: bool = Field(
+        default=False,
+        description="property modes with the filter: an extraction turn writes the examples the "
+        "issue states as tests (kept when they fail on the original code), the soundness "
+        "filter's public tests: an issue property that fails when the code answers as the "
+        "issue states is dropped",
+    )
+    properties_every_round: bool = Field(
+        default=False,
+        description="property modes: the Tester adds properties before every round's check "
+        "after the first, as the paper regenerates them each iteration (none kept before is "
+        "dropped)",
     )
     round_steps: int = Field(
         default=30, ge=0, description="steps the Generator gets after each feedback message"
@@ -206,6 +236,9 @@ def ablation(config: PGSConfig) -> Ablation:
         fresh_probes=config.fresh_probes,
         shrink=shrinks(config),
         shrink_order=config.check.shrink_order if config.check.pool else None,
+        inputs=config.input_generator,
+        examples=config.examples_filter and config.filter,
+        every_round=config.properties_every_round,
     )
 
 
@@ -400,6 +433,9 @@ class PGS:
         return feedback
 
     def _review(self, round_record: RoundRecord, patch: str) -> str | None:
+        if self._adds_every_round(round_record):
+            self.status("the Tester adds properties for this round")
+            self.probe(round_record, why="round")
         self.status(f"checking candidate {round_record.round}")
         report = self.check(patch, round_record)
         while not report.failures() and not report.errors and self._may_probe():
@@ -629,6 +665,12 @@ class PGS:
             self.status("the Tester writes the issue's examples as tests")
             self.tester_turn("examples")
             return
+        if self.config.input_generator:
+            self.status("the input generator chooses hard inputs")
+            self.tester_turn("inputs")
+        if self.config.examples_filter and self.config.filter:
+            self.status("the Tester writes the issue's examples as tests (the filter's)")
+            self.tester_turn("examples")
         self.status("the Tester is writing properties")
         self.tester_turn("first")
         for _ in range(self.config.tester_retries if self.config.filter else 0):
@@ -652,18 +694,34 @@ class PGS:
         self.record.shared_from_attempt = shared.attempt
         self._sync()
 
-    def probe(self, round_record: RoundRecord) -> bool:
+    def probe(self, round_record: RoundRecord, why: Literal["probe", "round"] = "probe") -> bool:
         """Fresh probes: the Tester once more, for rules not written yet; True if it added any
-        kept property. The candidate is aside (original code) while it works."""
-        self.probes += 1
+        kept property. The candidate is aside (original code) while it works. ``round``: the
+        turn before a round's check (``properties_every_round``), not counted as a probe."""
+        if why == "probe":
+            self.probes += 1
         before = list(self.kept)
         self.restore_properties(round_record)
-        self.tester_turn("probe", note=self._probe_note())
+        self.tester_turn(why, note=self._probe_note())
         self._hold_kept(before)
         added = [n for n in self.kept if n not in before]
-        round_record.probes.append(ProbeRecord(new_kept=added))
+        round_record.probes.append(
+            ProbeRecord(new_kept=added, why="round" if why == "round" else None)
+        )
         self._sync()
         return bool(added)
+
+    def _adds_every_round(self, round_record: RoundRecord) -> bool:
+        """Whether the Tester adds properties before this round's check
+        (``properties_every_round``: every round after the first, as the paper's)."""
+        return (
+            self.config.properties_every_round
+            and self.config.feedback in ("property", "property-min")
+            and round_record.round > 1
+            and self.properties is not None
+            and self._tester_worked()
+            and self.shared is None
+        )
 
     def _hold_kept(self, before: list[str]) -> None:
         """A probe only adds: every property kept before it stays kept (validation of the
@@ -689,7 +747,10 @@ class PGS:
         return self.record.tester_error is None
 
     def tester_turn(self, why: str, note: str = "") -> None:
-        """One Tester conversation (its own sub-trajectory), then validation of the folder."""
+        """One Tester conversation (its own sub-trajectory), then validation of what it wrote:
+        the properties (``first``, ``retry``, ``probe``, ``round``), the issue's examples
+        (``examples``) or the hard inputs (``inputs``). A turn keeps only the files of its
+        role (:meth:`_writes`); the others' stay as the host kept them."""
         turns = self.record.tester_turns
         key = "tester" if not turns else f"tester_{len(turns) + 1}"
 
@@ -698,13 +759,14 @@ class PGS:
             self._save()
 
         sub = SubTrajectory(self.traj, store)
-        held = dict(self.properties or {}) if why == "probe" else {}
-        held_files = dict(self.guard.files) if why == "probe" else {}
+        adds = why in ("probe", "round")  # the files validated before stay as they were
+        held = set(self.properties or {}) if adds else set()
+        before = dict(self.guard.files)
+        note = "\n\n".join(n for n in (self._inputs_note(why), note) if n)
         with self._fresh() as box:  # the Tester never works where the Generator did
             try:
-                tester = self.config.tester
-                self.properties = run_tester(
-                    tester.for_examples() if why == "examples" else tester,
+                run_tester(
+                    self._turn_config(why),
                     self.tester_model,
                     box,
                     self.toolset,
@@ -716,32 +778,156 @@ class PGS:
                     generator_config=self.generator_config,
                 )
                 self.guard.take(box)  # from now on, these are the properties
-                # A probe adds files: the ones validated before stay as they were.
-                self.guard.files.update(held_files)
-                self.properties.update(held)
+                mine = {p: f for p, f in self.guard.files.items() if self._writes(why, p)}
+                others = {p: f for p, f in before.items() if adds or not self._writes(why, p)}
+                self.guard.files = {**mine, **others}
             except ModelError as e:
                 logger.warning("the Tester failed (%s); checking with what there is", e)
                 self.record.tester_error = str(e)
-                self.properties = self.properties or {}
+        if why == "inputs":
+            self._validate_inputs()
         # Only these (no .pgs/conftest.py, no plugin of its own; after a failed turn the last
         # set the host kept, nothing half-written), in the Generator's sandbox for its reruns.
         self.guard.restore(self.sandbox)
         self.record.property_sha256 = self.guard.sha256()
-        if why == "probe":
-            self.validate([p for p in sorted(self.properties or {}) if p not in held])
-        else:
-            self.validate()
-        validation = self.record.validation or ValidationRecord()
-        turns.append(
-            TesterTurn(
+        if why == "inputs":
+            turn = TesterTurn(key=key, why=why, properties=sorted(self._files_of(why)))
+        elif why == "examples" and self.config.feedback not in IO_MODES:
+            examples = self._validate_examples()
+            turn = TesterTurn(
                 key=key,
                 why=why,
-                properties=sorted(self.properties or {}),
+                properties=sorted(self._files_of(why)),
+                kept=list(examples.kept),
+                dropped=[d.model_copy() for d in examples.dropped],
+            )
+        else:
+            self.properties = self._files_of("first" if why != "examples" else why)
+            self.validate(sorted(p for p in self.properties if p not in held) if adds else None)
+            validation = self.record.validation or ValidationRecord()
+            turn = TesterTurn(
+                key=key,
+                why=why,
+                properties=sorted(self.properties),
                 kept=list(validation.kept),
                 dropped=[d.model_copy() for d in validation.dropped],
             )
-        )
+        turns.append(turn)
         self._save()
+
+    # -- the files of each turn's role ---------------------------------------------------------
+
+    def _examples_dir(self) -> str:
+        return posixpath.join(self.config.tester.properties_dir, EXAMPLES_DIR)
+
+    def _hard_inputs_files(self) -> tuple[str, str]:
+        folder = self.config.tester.properties_dir
+        return posixpath.join(folder, HARD_INPUTS), posixpath.join(folder, INPUTS_MODULE.name)
+
+    def _writes(self, why: str, path: str) -> bool:
+        """Whether a turn of ``why`` may leave ``path``: the input generator its file, the
+        extraction turn of the property modes its folder (in the io modes, the whole folder:
+        its examples are the properties there), the properties' turns the rest."""
+        if why == "inputs":
+            return path == self._hard_inputs_files()[0]
+        if why == "examples" and self.config.feedback in IO_MODES:
+            return True
+        in_examples = path.startswith(self._examples_dir() + "/")
+        if why == "examples":
+            return in_examples
+        return not in_examples and path not in self._hard_inputs_files()
+
+    def _files_of(self, why: str) -> dict[str, str]:
+        """``{path: text}`` of the test files (``test_*.py``) the host keeps for a turn's role
+        (for ``inputs``: its file)."""
+        out = {}
+        for path, (data, _) in sorted(self.guard.files.items()):
+            name = posixpath.basename(path)
+            test = name.startswith("test_") and name.endswith(".py")
+            if self._writes(why, path) and (test or why == "inputs"):
+                out[path] = data.decode("utf-8", "replace")
+        return out
+
+    def _turn_config(self, why: str) -> TesterConfig:
+        tester = self.config.tester
+        if why == "inputs":
+            return tester.for_inputs()
+        if why == "examples" and self.config.feedback not in IO_MODES:
+            return tester.for_examples(self._examples_dir())
+        if why == "examples":
+            return tester.for_examples()
+        return tester
+
+    def _inputs_note(self, why: str) -> str:
+        """The properties' turns are told of the input generator's hard inputs."""
+        inputs = self.record.inputs
+        if why in ("inputs", "examples") or inputs is None or not inputs.names:
+            return ""
+        return render_text(
+            self.config.tester.inputs_note_template,
+            {"names": inputs.names, "properties_dir": self.config.tester.properties_dir},
+        )
+
+    def _validate_inputs(self) -> None:
+        """The input generator's file must import on the original code and define
+        ``HARD_INPUTS`` as ``{name: [value, ...]}``; then the module that draws them
+        (``pgs_inputs.py``) goes beside it. Otherwise both are left out, and the record says
+        why."""
+        hard, module = self._hard_inputs_files()
+        record = InputsRecord()
+        self.record.inputs = record
+        if hard not in self.guard.files:
+            record.note = "the input generator wrote no hard_inputs.py"
+            self.guard.files.pop(module, None)
+            return
+        self.guard.files[module] = (INPUTS_MODULE.read_bytes(), 0o644)
+        folder = shlex.quote(self.config.tester.properties_dir)
+        probe = (
+            "import json, sys; sys.path[:0] = [sys.argv[1], '.']; import hard_inputs as h; "
+            "d = h.HARD_INPUTS; assert isinstance(d, dict), 'HARD_INPUTS is not a dict'; "
+            "print(json.dumps({str(k): len(list(v)) for k, v in d.items()}))"
+        )
+        python = shlex.quote(self.check_settings.python)
+        with self._fresh() as box:
+            done = box.run(f"{python} -B -c {shlex.quote(probe)} {folder}", timeout=120)
+        try:
+            names = json.loads(done.output.strip().splitlines()[-1]) if done.ok else None
+        except (ValueError, IndexError):
+            names = None
+        if not isinstance(names, dict):
+            lines = done.output.strip().splitlines()
+            record.note = f"hard_inputs.py does not load: {lines[-1] if lines else 'no output'}"
+            self.guard.files.pop(hard, None)
+            self.guard.files.pop(module, None)
+            return
+        record.names = {str(k): int(v) for k, v in names.items() if int(v) > 0}
+        if not record.names:
+            record.note = "hard_inputs.py defines no hard input"
+
+    def _validate_examples(self) -> ValidationRecord:
+        """The property modes' extraction turn: the issue's examples run on the original code,
+        each kept only when it fails there (it shows the bug); the filter's public tests."""
+        files = sorted(self._files_of("examples"))
+        if not files:
+            record = ValidationRecord(note="no issue example was written")
+        else:
+            settings = self._next_settings()
+            with self._fresh() as box:
+                report = run_pytest(box, files, settings=settings, timeout=settings.run_timeout)
+            kept, dropped = validate_properties(report, self.problem)
+            kept, passing = keep_failing_examples(kept, report)
+            record = ValidationRecord(
+                kept=kept,
+                why_kept=kept_reasons(report, kept, self.problem),
+                dropped=[*dropped, *passing],
+                report=report,
+                seed=settings.seed,
+            )
+            if not kept:
+                record.note = "no issue example fails on the original code"
+        self.record.examples = record
+        self._sync()
+        return record
 
     def validate(self, files: list[str] | None = None) -> None:
         """Run the property files on the original code and keep the sound ones. ``files``
@@ -756,7 +942,7 @@ class PGS:
             self.record.validation = ValidationRecord(note="no properties")
             self._sync()
             return
-        self.record.validation = self._validation([self.config.tester.properties_dir])
+        self.record.validation = self._validation(sorted(self.properties))
         self._sync()
 
     def _validate_added(self, files: list[str]) -> None:
@@ -780,12 +966,17 @@ class PGS:
         kept = [*before.kept, *(n for n in added.kept if n not in before.kept)]
         self.kept = kept
         self.shows_bug = self._shows_bug(report, kept)
+        oracle = before.oracle
+        if added.oracle is not None:
+            oracle = (before.oracle or CheckReport()).model_copy(deep=True)
+            oracle.results += added.oracle.results
         merged = before.model_copy(
             update={
                 "kept": kept,
                 "why_kept": {**(added.why_kept or {}), **(before.why_kept or {})},
                 "dropped": [*before.dropped, *added.dropped],
                 "report": report,
+                "oracle": oracle,
             }
         )
         merged.note = None if self.shows_bug else added.note
@@ -804,8 +995,11 @@ class PGS:
         # What the validation finds beyond the explicit examples is replayed in every check.
         if settings.search_examples is None:
             settings.search_examples = SEARCH_FACTOR * settings.max_examples
+        oracle = None
         with self._fresh() as box:
             original = run_pytest(box, targets, settings=settings, timeout=settings.run_timeout)
+            if self.config.filter and self.config.feedback not in IO_MODES:
+                oracle = self._oracle_run(box, original, settings)
         count_pool(original, self.counter)
         if self.config.feedback in IO_MODES:  # the issue's examples: each must fail now
             kept, dropped = validate_properties(original, self.problem)
@@ -815,7 +1009,11 @@ class PGS:
         elif self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-            dropped_records = [*dropped, *contradicting]
+            kept, everywhere = drop_failing_everywhere(kept, original, self._kept_issue_results())
+            dropped_records = [*dropped, *contradicting, *everywhere]
+            if oracle is not None:
+                kept, stated = drop_contradicting_examples(kept, oracle)
+                dropped_records += stated
             why_kept = kept_reasons(original, kept, self.problem)
         else:  # the ablation: no filtering of any kind, every property that ran is kept
             kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
@@ -830,7 +1028,9 @@ class PGS:
             report=original,
             filter=self.config.filter if self.config.feedback not in IO_MODES else None,
             seed=settings.seed,
+            oracle=oracle,
         )
+        self._inputs_used(original, kept)
         if not self.shows_bug and self.config.feedback in IO_MODES:
             validation.note = (
                 "no issue example fails on the original code; io checks with the related "
@@ -841,6 +1041,45 @@ class PGS:
                 "no issue property survived validation; the verdict can be tests-only at best"
             )
         return validation
+
+    def _oracle_run(
+        self, box: Sandbox, original: CheckReport, settings: CheckSettings
+    ) -> CheckReport | None:
+        """The failing issue properties' explicit examples run again in ``box`` (the original
+        code) with the issue's kept examples as the oracle (``pgs.examples_filter``): a
+        failure where every call was answered as the issue states contradicts it. None when
+        there is nothing to hold them to."""
+        examples = self.record.examples
+        if examples is None or not examples.kept:
+            return None
+        example_files = sorted({n.split("::", 1)[0] for n in examples.kept})
+        issue_files = sorted(
+            {r.nodeid.split("::", 1)[0] for r in original.results if r.kind == "issue" and r.failed}
+        )
+        if not issue_files:
+            return None
+        oracle = settings.model_copy(update={"oracle": True, "replay": {}, "search_examples": None})
+        return run_pytest(
+            box, [*example_files, *issue_files], settings=oracle, timeout=settings.run_timeout
+        )
+
+    def _kept_issue_results(self) -> list[TestResult]:
+        """The validation results of the issue properties kept before (a probe's files are
+        validated alone: these stand beside them)."""
+        validation = self.record.validation
+        if validation is None or validation.report is None:
+            return []
+        by_id = validation.report.by_id()
+        return [by_id[n] for n in self.kept if n in by_id and by_id[n].kind == "issue"]
+
+    def _inputs_used(self, original: CheckReport, kept: list[str]) -> None:
+        """Which kept properties drew the hard inputs in the validation (the record's)."""
+        inputs = self.record.inputs
+        if inputs is None:
+            return
+        used = {r.nodeid for r in original.results if r.hard_inputs}
+        new = [n for n in kept if n in used and n not in inputs.used_by]
+        inputs.used_by = [*inputs.used_by, *new]
 
     def _retry_note(self) -> str:
         """The Tester's retry turn: the validation report (``pgs.tester.retry_template``)."""
