@@ -73,6 +73,8 @@ def test_every_library_imported_directly_is_declared() -> None:
         "pgs_tools",
         "pgs_pytest_plugin_results",
         "pgs_pytest_plugin_oracle",
+        "pgs_pytest_plugin_inputs",
+        "pgs_pytest_plugin_passes",
         "hard_inputs",
     }
     third_party = {

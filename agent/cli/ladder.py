@@ -70,7 +70,7 @@ from agent.core.trajectory import write_atomic
 from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
-from agent.pgs.reviewer import ablation
+from agent.pgs.config import ablation
 from agent.pgs.runner import ShrinkOrder
 from agent.record.pgs import FeedbackMode
 from agent.record.trajectory import RunRecord

@@ -40,12 +40,14 @@ logger = logging.getLogger(__name__)
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")
 #: The launcher every pytest run starts with (:func:`pytest_command`).
 LAUNCHER = PLUGIN_FILE.with_name("pgs_pytest_plugin_start.py")
-#: Every file of the plugin: it imports the second and third as top-level modules beside it;
-#: the launcher loads them from its own folder.
+#: Every file of the plugin: it imports its companions as top-level modules beside it; the
+#: launcher loads them from its own folder.
 PLUGIN_FILES = (
     PLUGIN_FILE,
-    PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py"),
-    PLUGIN_FILE.with_name("pgs_pytest_plugin_oracle.py"),
+    *(
+        PLUGIN_FILE.with_name(f"pgs_pytest_plugin_{part}.py")
+        for part in ("results", "oracle", "inputs", "passes")
+    ),
     LAUNCHER,
 )
 #: Folder under the sandbox's home that holds the plugin, reports and Hypothesis's storage.

@@ -398,7 +398,7 @@ def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
     """Every row's setting, from a run config of 4 rounds and 2 probes; and the table of the
     module's docstring says the same (its feedback, rounds and filter columns)."""
     from agent.cli import ladder as module
-    from agent.pgs.reviewer import ablation
+    from agent.pgs.config import ablation
     from agent.run.config import load_config
 
     config = load_config(None, {"model": {"name": "m"}, "pgs": {"rounds": 4, "fresh_probes": 2}})
