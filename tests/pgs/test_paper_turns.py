@@ -300,3 +300,45 @@ def test_the_generator_cannot_change_the_hard_inputs_or_the_issue_examples(
     why = pgs["verdict_reason"]
     assert "the Generator changed .pgs/properties/examples/test_examples.py (edited), " in why
     assert ".pgs/properties/hard_inputs.py (edited); the check ran the Tester's version" in why
+
+
+def test_the_paper_turns_are_keys_of_the_report_said_after_the_mode() -> None:
+    """Two runs that differ only in the paper's other Tester turns are two rows of `pgs
+    report`, each prediction names them only when on, and the table says them after the mode;
+    a run recorded before them (no keys) is the row of the defaults."""
+    from agent.cli.report import _mode_label
+    from agent.pgs.compare import prediction_fields, setting_key
+    from agent.pgs.config import PGSConfig, ablation
+    from agent.record.pgs import PGSRecord
+    from agent.record.trajectory import RunRecord
+
+    plain = ablation(PGSConfig())
+    paper = ablation(
+        PGSConfig(input_generator=True, examples_filter=True, properties_every_round=True)
+    )
+    assert plain.model_dump(mode="json") == {
+        "mode": "property-min",
+        "rounds": 5,
+        "filter": True,
+        "fresh_probes": 1,
+        "shrink": True,
+    }
+    # Without the filter there are no public tests to hold properties to.
+    unfiltered = ablation(PGSConfig(filter=False, examples_filter=True, input_generator=True))
+    assert (unfiltered.examples, unfiltered.inputs) == (None, True)
+    keys, fields = [], []
+    for setting in (plain, paper):
+        record = PGSRecord(mode="property-min", ablation=setting)
+        fields.append(prediction_fields(RunRecord.load({"pgs": record.model_dump(mode="json")})))
+        keys.append(setting_key({"mode": "property-min", **setting.model_dump()}))
+    assert keys[0] != keys[1]
+    assert not {"pgs_inputs", "pgs_examples", "pgs_every_round"} & set(fields[0])
+    assert (fields[1]["pgs_inputs"], fields[1]["pgs_examples"], fields[1]["pgs_every_round"]) == (
+        True,
+        True,
+        True,
+    )
+    old = RunRecord.load({"pgs": {"mode": "property-min"}, "replay_config": {"pgs": {}}})
+    assert "pgs_inputs" not in prediction_fields(old)
+    assert _mode_label("pgs", paper.model_dump()) == "pgs +inputs +examples +every round"
+    assert _mode_label("pgs", plain.model_dump()) == "pgs"
