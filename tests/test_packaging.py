@@ -65,8 +65,7 @@ def _normal(name: str) -> str:
 
 
 def test_every_library_imported_directly_is_declared() -> None:
-    # The plugin's companions, imported top-level inside the sandbox; hard_inputs: the input
-    # generator's file, imported by pgs_inputs beside the properties.
+    # The plugin's companions, imported top-level inside the sandbox.
     ours = {
         "agent",
         "envs",
@@ -75,7 +74,6 @@ def test_every_library_imported_directly_is_declared() -> None:
         "pgs_pytest_plugin_oracle",
         "pgs_pytest_plugin_inputs",
         "pgs_pytest_plugin_passes",
-        "hard_inputs",
     }
     third_party = {
         m

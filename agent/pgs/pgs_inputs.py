@@ -21,15 +21,29 @@ and Hypothesis only.
 from __future__ import annotations
 
 import copy
+import importlib.util
+import os
 from typing import Any
 
 from hypothesis import strategies as st
 
-HARD_INPUTS: dict[str, list[Any]]
-try:
-    from hard_inputs import HARD_INPUTS  # type: ignore[import-not-found,no-redef]
-except ImportError:  # no input generator ran, or it wrote nothing
-    HARD_INPUTS = {}
+
+def _load() -> dict[str, list[Any]]:
+    """``HARD_INPUTS`` of the ``hard_inputs.py`` beside this file, loaded by its path (never
+    by its name: a module of that name elsewhere on ``sys.path`` is not the generator's)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hard_inputs.py")
+    if not os.path.isfile(path):  # no input generator ran, or it wrote nothing
+        return {}
+    spec = importlib.util.spec_from_file_location("pgs_hard_inputs", path)
+    if spec is None or spec.loader is None:
+        return {}
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found: dict[str, list[Any]] = dict(getattr(module, "HARD_INPUTS", {}))
+    return found
+
+
+HARD_INPUTS = _load()
 
 #: Names of the hard inputs drawn for the input about to run (the plugin reads and empties it).
 DRAWN: list[str] = []

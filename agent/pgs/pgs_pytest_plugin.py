@@ -350,6 +350,7 @@ class PgsReporter:
             "duration": round(time.monotonic() - self.started, 3),
             "imported": results.repository_modules(self.repository),
         }
+        self.errors += inputs.foreign_hard_inputs(self.repository)
         if self.oracle is not None:
             data["oracle"] = {
                 "stated": [s.describe() for s in self.oracle.stated],

@@ -391,6 +391,26 @@ ORACLE: oracles.Oracle | None = None
 HARD_INPUTS_MODULE = "pgs_inputs"
 
 
+def foreign_hard_inputs(repository: str) -> list[str]:
+    """Errors of the run when the module the properties drew the shared hard inputs through
+    was not the one pgs put in the Tester's folder (``PGS_PROPERTIES_DIR``): code the patch
+    changed can put its own in ``sys.modules``, and the hard inputs would not be the input
+    generator's."""
+    folder = os.environ.get("PGS_PROPERTIES_DIR", "").strip()
+    module = sys.modules.get(HARD_INPUTS_MODULE)
+    if not folder or module is None:
+        return []
+    path = getattr(module, "__file__", None)
+    expected = os.path.realpath(os.path.join(repository, folder, HARD_INPUTS_MODULE + ".py"))
+    if isinstance(path, str) and os.path.realpath(path) == expected:
+        return []
+    return [
+        f"<session>: the shared hard inputs were drawn through {HARD_INPUTS_MODULE} from "
+        f"{path or 'no file'}, not the Tester's {os.path.join(folder, HARD_INPUTS_MODULE)}.py: "
+        "the check cannot say its properties saw the input generator's inputs"
+    ]
+
+
 def hard_drawn() -> int:
     """1 when the input about to run drew a shared hard input (the list is then emptied)."""
     module = sys.modules.get(HARD_INPUTS_MODULE)

@@ -130,7 +130,11 @@ class PGS(TesterTurns):
         #: Told of each checked candidate (its verdict, what was fed back): the run's hooks.
         self.on_round = on_round
         self.check_settings = config.check.model_copy(
-            update={"test_cmd": config.test_cmd, "shrink": shrinks(config)}
+            update={
+                "test_cmd": config.test_cmd,
+                "shrink": shrinks(config),
+                "properties_dir": config.tester.properties_dir,
+            }
         )
         #: The original code: the sandbox's commit once it was ready (never ``HEAD``, which
         #: the Generator can move).

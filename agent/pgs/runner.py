@@ -147,6 +147,13 @@ class CheckSettings(BaseModel):
         description="inputs of the search after a failing explicit example (PGS_SEARCH_EXAMPLES; "
         "None: max_examples); the validation sets it higher, its finds are replayed",
     )
+    properties_dir: str | None = Field(
+        None,
+        exclude=True,
+        json_schema_extra=CONFIG_ONLY,
+        description="the Tester's folder (PGS_PROPERTIES_DIR): the shared hard inputs must be "
+        "drawn from there, and the plugin says so when a run's were not",
+    )
     oracle: bool = Field(
         False,
         exclude=True,
@@ -281,6 +288,8 @@ def run_pytest(
         env["PGS_SEED"] = str(settings.seed)
     if settings.oracle:
         env["PGS_ORACLE"] = "1"
+    if settings.properties_dir:
+        env["PGS_PROPERTIES_DIR"] = settings.properties_dir
     if settings.search_examples:
         env["PGS_SEARCH_EXAMPLES"] = str(settings.search_examples)
     if settings.replay:

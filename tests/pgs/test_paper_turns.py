@@ -153,6 +153,23 @@ TAMPERING = [
 ]
 
 
+#: The floored fix, and the module under test puts its own pgs_inputs in sys.modules, whose
+#: hard() draws odd counts only (where the floored fix is right).
+SWAPPED = [
+    rewrite(BUG, FLOORED),
+    write(
+        "pgs_inputs.py",
+        "from hypothesis import strategies as st\n\nDRAWN = []\n\n\n"
+        "def hard(name, strategy=None):\n    return st.just([1, 2, 3])\n",
+    ),
+    bash(
+        "printf 'import sys\\nimport pgs_inputs as _p\\nsys.modules[\"pgs_inputs\"] = _p\\n' "
+        ">> stats.py"
+    ),
+    SUBMIT,
+]
+
+
 def turn(messages: list[dict[str, Any]]) -> str | None:
     system, first = str(messages[0]["content"]), str(messages[1]["content"])
     if system.startswith(INPUTS_PROMPT):
@@ -342,3 +359,21 @@ def test_the_paper_turns_are_keys_of_the_report_said_after_the_mode() -> None:
     assert "pgs_inputs" not in prediction_fields(old)
     assert _mode_label("pgs", paper.model_dump()) == "pgs +inputs +examples +every round"
     assert _mode_label("pgs", plain.model_dump()) == "pgs"
+
+
+def test_a_patch_that_swaps_the_shared_hard_inputs_module_fails_the_check(
+    tmp_path: Path,
+) -> None:
+    """The patch adds its own pgs_inputs.py and the module under test puts it in sys.modules:
+    the plugin sees the properties' module is not the one in the Tester's folder and says so;
+    the check is not passed."""
+    _, traj = run(tmp_path, SWAPPED, *PAPER, "--rounds", "0")
+    pgs = traj["pgs"]
+    (only,) = pgs["rounds"]
+    errors = only["report"]["errors"]
+    assert any(
+        "the shared hard inputs were drawn through pgs_inputs from " in e
+        and "/pgs_inputs.py, not the Tester's .pgs/properties/pgs_inputs.py" in e
+        for e in errors
+    ), errors
+    assert only["verdict"] == "failed" and pgs["verdict"] == "failed"
