@@ -65,8 +65,16 @@ def _normal(name: str) -> str:
 
 
 def test_every_library_imported_directly_is_declared() -> None:
-    # pgs_pytest_plugin_results: the plugin's companion, imported top-level inside the sandbox.
-    ours = {"agent", "envs", "pgs_tools", "pgs_pytest_plugin_results"}
+    # The plugin's companions, imported top-level inside the sandbox.
+    ours = {
+        "agent",
+        "envs",
+        "pgs_tools",
+        "pgs_pytest_plugin_results",
+        "pgs_pytest_plugin_oracle",
+        "pgs_pytest_plugin_inputs",
+        "pgs_pytest_plugin_passes",
+    }
     third_party = {
         m
         for m in _imported_modules()

@@ -21,7 +21,10 @@ row                   Table 7                               feedback      rounds
 ====================  ====================================  ============  ======  ======  ======
 
 N and P are the run's ``pgs.rounds`` and ``pgs.fresh_probes`` (default 5 and 1; the shipped
-``--config paper`` sets the paper's 5). The io rows are Self-Edit, the baseline the paper runs
+``--config paper`` sets the paper's 5). The paper's other Tester turns come from the run's
+configuration too (``pgs.input_generator`` in every property row, ``pgs.examples_filter`` in the
+filtered ones, ``pgs.properties_every_round`` in the iterative ones; ``--config paper`` turns
+them on). The io rows are Self-Edit, the baseline the paper runs
 at the same budget as PGS: the issue's examples as tests (``pgs.issue_examples``), N rounds;
 ``io-min`` feeds back the failing example with the fewest input tokens, ``io`` the first.
 Shrinking follows the mode (on only for ``property-min``: the rows before minimisation feed
@@ -67,7 +70,7 @@ from agent.core.trajectory import write_atomic
 from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions
-from agent.pgs.reviewer import ablation
+from agent.pgs.config import ablation
 from agent.pgs.runner import ShrinkOrder
 from agent.record.pgs import FeedbackMode
 from agent.record.trajectory import RunRecord
@@ -104,8 +107,8 @@ class Row:
 
     def config(self, config: RunConfig) -> RunConfig:
         update: dict[str, Any] = {"feedback": self.feedback, "filter": self.filter}
-        if self.one_shot:
-            update.update(rounds=1, fresh_probes=0)
+        if self.one_shot:  # one refinement: no fresh probe, no properties added per round
+            update.update(rounds=1, fresh_probes=0, properties_every_round=False)
         if self.shrink_order is not None:
             check = config.pgs.check.model_copy(update={"shrink_order": self.shrink_order})
             update["check"] = check

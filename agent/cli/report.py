@@ -72,12 +72,21 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The paper's other Tester turns, said after the mode when a row's setting has them.
+TURNS = {"inputs": "+inputs", "examples": "+examples", "every_round": "+every round"}
+
+
 def _setting_flag(setting: dict[str, Any], name: str) -> str:
     """A flag of a row's setting; shrinking says its order when it is not the default."""
     shown = _flag(setting.get(name))
     if name == "shrink" and setting.get("shrink_order") == "pick-then-shrink":
         shown += " (pick first)"
     return shown
+
+
+def _mode_label(mode: str, setting: dict[str, Any]) -> str:
+    """The mode as a row names it, with the paper's other Tester turns the setting has."""
+    return " ".join([mode, *(label for key, label in TURNS.items() if setting.get(key))])
 
 
 def _flag(value: Any) -> str:
@@ -152,7 +161,7 @@ def wide_table(result: dict[str, Any], title: str) -> Table:
         verdicts = cells["verdicts"]
         table.add_row(
             *([", ".join(cells["named"]) or "-"] if ladder else []),
-            row["mode"] if ladder else LABELS.get(row["mode"], row["mode"]),
+            _mode_label(row["mode"] if ladder else LABELS.get(row["mode"], row["mode"]), setting),
             *(_setting_flag(setting, n) for n in ("rounds", "filter", "fresh_probes", "shrink")),
             str(row["instances"]),
             cells["resolved"] + cells["graded"],
@@ -181,9 +190,9 @@ def narrow_table(result: dict[str, Any], title: str, width: int) -> Table:
     rows: list[tuple[str, ...]] = []
     for row in result["rows"]:
         setting, cells = row["setting"], _cells(row)
-        label = LABELS.get(row["mode"], row["mode"])
+        label = _mode_label(LABELS.get(row["mode"], row["mode"]), setting)
         if ladder:
-            label = f"{', '.join(cells['named']) or '-'}: {row['mode']}"
+            label = f"{', '.join(cells['named']) or '-'}: {_mode_label(row['mode'], setting)}"
         flags = [
             f"{short}={_setting_flag(setting, name)}"
             for name, short in NARROW_FLAGS.items()

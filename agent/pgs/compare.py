@@ -18,9 +18,11 @@ What a prediction records (:func:`prediction_fields`, written by ``pgs batch`` i
 - the rest of the run's ablation setting (:func:`ablation_of`): ``pgs_max_rounds`` (``--rounds``),
   ``pgs_filter`` (the soundness filter), ``pgs_fresh_probes``, ``pgs_shrink`` (Hypothesis's
   shrink phase); None where the mode does not use it (``none``: all four; ``io``: filter and
-  probes).
+  probes); and, only when set, ``pgs_shrink_order`` (pick-then-shrink) and the paper's other
+  Tester turns, ``pgs_inputs``, ``pgs_examples``, ``pgs_every_round`` (:data:`OPTIONAL_FIELDS`).
 
-Rows are keyed by the full setting (:data:`KEY`: mode, rounds, filter, probes, shrinking), so
+Rows are keyed by the full setting (:data:`KEY`: mode, rounds, filter, probes, shrinking, the
+optional keys), so
 two folders of one mode with different rounds are two rows, and two folders of one setting are
 one. A run written before the setting was recorded gets it from its ``replay_config`` (the
 flags it ran with; shrinking was then on in every mode).
@@ -72,10 +74,16 @@ SETTING_FIELDS = {
     "fresh_probes": "pgs_fresh_probes",
     "shrink": "pgs_shrink",
 }
-#: Beside those, only when set (runs before it, and the default order, leave it out).
-SHRINK_ORDER_FIELD = "pgs_shrink_order"
+#: Beside those, only when set (runs before them, and the defaults, leave them out): the shrink
+#: order and the paper's other Tester turns.
+OPTIONAL_FIELDS = {
+    "shrink_order": "pgs_shrink_order",
+    "inputs": "pgs_inputs",
+    "examples": "pgs_examples",
+    "every_round": "pgs_every_round",
+}
 #: What rows are grouped by, in this order.
-KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink", "shrink_order")
+KEY = ("mode", "rounds", "filter", "fresh_probes", "shrink", *OPTIONAL_FIELDS)
 
 
 # -- the fields of one prediction ---------------------------------------------------------------
@@ -105,8 +113,9 @@ def prediction_fields(
         "cost": trajectory.usage()["instance_cost"],
         **{key: getattr(setting, name, None) for name, key in SETTING_FIELDS.items()},
     }
-    if setting is not None and setting.shrink_order is not None:
-        fields[SHRINK_ORDER_FIELD] = setting.shrink_order
+    for name, key in OPTIONAL_FIELDS.items():
+        if setting is not None and getattr(setting, name) is not None:
+            fields[key] = getattr(setting, name)
     if trajectory.attempts is not None:  # --attempts: their count, the choice, the total cost
         fields |= attempts_fields(trajectory.attempts)
     return fields
@@ -142,6 +151,9 @@ def ablation_of(
         fresh_probes=config.get("fresh_probes"),
         shrink=found == "property-min" if shrink is None else bool(shrink),
         shrink_order=check.get("shrink_order") if check.get("pool", True) else None,
+        inputs=bool(config.get("input_generator")),
+        examples=bool(config.get("examples_filter")),
+        every_round=bool(config.get("properties_every_round")),
     )
 
 
@@ -257,7 +269,7 @@ def read_run(folder: Path) -> Run:
             fields = prediction_fields(data, mode=pred.get("pgs_mode"))
             status = data.info.exit_status
         elif all(key in pred for key in FIELDS):  # the prediction recorded them
-            wanted = [*FIELDS, *SETTING_FIELDS.values(), SHRINK_ORDER_FIELD]
+            wanted = [*FIELDS, *SETTING_FIELDS.values(), *OPTIONAL_FIELDS.values()]
             fields, status = {key: pred.get(key) for key in wanted}, None
         else:
             missing.append(iid)
@@ -274,7 +286,7 @@ def read_run(folder: Path) -> Run:
                 setting={
                     "mode": str(fields["pgs_mode"]),
                     **{name: fields.get(key) for name, key in SETTING_FIELDS.items()},
-                    **_order_of(fields.get(SHRINK_ORDER_FIELD)),
+                    **_optional({n: fields.get(k) for n, k in OPTIONAL_FIELDS.items()}),
                 },
                 exit_status=str(status) if status else None,
                 attempts=int(fields.get("attempts") or 1),
@@ -309,17 +321,17 @@ def _mean(total: float, n: int) -> float:
     return total / n if n else 0.0
 
 
-def _order_of(shrink_order: Any) -> dict[str, Any]:
-    """The shrink order in a row's setting: only when set (the default order says nothing, as
-    the runs before it was an ablation key)."""
-    return {} if shrink_order is None else {"shrink_order": shrink_order}
+def _optional(values: dict[str, Any]) -> dict[str, Any]:
+    """The optional keys of a row's setting (:data:`OPTIONAL_FIELDS`) that are set: the default
+    says nothing, as in the runs before they were ablation keys."""
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _setting_of(key: tuple[Any, ...]) -> dict[str, Any]:
     setting = dict(zip(KEY, key, strict=True))
     return {
-        **{k: v for k, v in setting.items() if k != "shrink_order"},
-        **_order_of(setting["shrink_order"]),
+        **{k: v for k, v in setting.items() if k not in OPTIONAL_FIELDS},
+        **_optional({k: setting[k] for k in OPTIONAL_FIELDS}),
     }
 
 
@@ -335,7 +347,7 @@ def _order(key: tuple[Any, ...]) -> tuple[Any, ...]:
     setting = dict(zip(KEY, key, strict=True))
     mode = setting["mode"]
     rank = MODES.index(mode) if mode in MODES else len(MODES)
-    names = ("shrink", "filter", "rounds", "fresh_probes", "shrink_order")
+    names = ("shrink", "filter", "rounds", "fresh_probes", *OPTIONAL_FIELDS)
     rest = (setting[name] for name in names)
     return (rank, str(mode), *((value is not None, value or 0) for value in rest))
 

@@ -9,7 +9,7 @@ own example then passes by luck. So:
   code (the validation's report, in the plugin's replay form), which every later check feeds
   the property again beside the fresh ones (``CheckSettings.replay``, the plugin's
   ``PGS_REPLAY``): a replayed input that fails is a failure like any other, feedback too;
-- :func:`held_to_evidence` takes :func:`~agent.pgs.reviewer.judge`'s verdict and keeps
+- :func:`held_to_evidence` takes :func:`~agent.pgs.verdict.judge`'s verdict and keeps
   ``passed`` (or ``partial``) only when the report says the check replayed every such input of
   every kept issue property, and when the patch changes a module the properties import (the
   validation run's ``imported``): issue properties that pass while the patch changes no code
@@ -75,7 +75,7 @@ def held_to_evidence(
     changed: list[str],
     imported: list[str] | None,
 ) -> tuple[Verdict, str]:
-    """:func:`~agent.pgs.reviewer.judge`'s verdict held to the fixed evidence: a ``passed`` or
+    """:func:`~agent.pgs.verdict.judge`'s verdict held to the fixed evidence: a ``passed`` or
     ``partial`` check that did not replay the original code's failing inputs of every kept
     issue property (``replay``), or whose patch (the paths ``changed``) changes no module the
     properties import (``imported``), is ``unchecked``, and the reason says which and why."""

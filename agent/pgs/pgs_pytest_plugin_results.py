@@ -3,8 +3,11 @@ fields of a result: the kind and rule of a test, its failing input (:func:`parse
 the assertion message (:func:`assertion_message`), a short trace (:func:`trace`), and where
 an exception was raised (:func:`origin`).
 
+It also classifies a failure by the paper's outcome classes (:func:`classify`) and describes
+one failing input (:func:`seen_input`).
+
 Copied into the sandbox beside the plugin and imported by it, so the same rules hold: the
-standard library only (and pytest objects passed in), Python 3.8, no import of our package.
+standard library and pytest only, Python 3.8, no import of our package.
 Frames of this module are left out of traces like the plugin's own (:data:`INTERNAL`).
 """
 
@@ -14,8 +17,12 @@ import os
 import re
 from typing import Any
 
+import pytest
+
 KINDS = {"pgs_issue": "issue", "pgs_regression": "regression"}
 TRACE_LINES = 10
+#: Characters kept of what the code returned or raised on each failing input.
+SEEN_CHARS = 2000
 #: Frames of these packages are noise in a trace: the failure is in the test or the code.
 INTERNAL = re.compile(r"[/\\](_pytest|pluggy|hypothesis|_hypothesis_\w+)[/\\]|pgs_pytest_plugin")
 #: "Falsifying example:" before Hypothesis 6.1xx, "Failing test case:" after; same for explicit.
@@ -376,3 +383,60 @@ class LineCounter:
             measured.stop()
         data = measured.get_data()
         return sum(len(data.lines(f) or ()) for f in data.measured_files() if self.counts(f))
+
+
+# -- a failure, classified; one failing input, described ------------------------------------
+
+
+def seen_input(example: str, exc: BaseException, root: str, test_file: str) -> dict[str, Any]:
+    leaves = leaf_exceptions(exc)
+    _, category = classify(leaves, True, False, test_file)
+    found: dict[str, Any] = dict.fromkeys(INPUT_FIELDS)
+    found.update(example=example, explicit=False, category=category)
+    leaf = leaves[0]
+    if isinstance(leaf, AssertionError) and category != "runtime_error":
+        found["returned"] = assertion_message(str(leaf) or "assertion failed")
+    elif check_failed(leaf, test_file):
+        found["returned"] = str(leaf).strip() or "failed"
+    else:
+        message = str(leaf).strip().splitlines()
+        found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
+    if exc.__traceback__ is not None:
+        info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
+        found["trace"] = trace(info, root)
+    for key in ("returned", "exception"):  # up to 16 of them per test: each kept short
+        if found[key]:
+            found[key] = cap(found[key], SEEN_CHARS)
+    return found
+
+
+#: The fields of one failing input (``agent.record.check.FailingInput``).
+INPUT_FIELDS = ("example", "explicit", "category", "returned", "exception", "trace")
+
+
+def item_file(item: Any) -> str:
+    return str(getattr(item, "path", None) or item.fspath)
+
+
+def check_failed(leaf: BaseException, test_file: str | None) -> bool:
+    """The test's own check failed: an assert raised in the test's file (or a helper beside
+    it), or pytest's ``Failed`` (``pytest.raises`` saying DID NOT RAISE, ``pytest.fail``),
+    which says the code did not do what the test expects just as an assert does; anything else
+    the code (or the test) raised is a runtime error, an ``AssertionError`` raised in the
+    repository's code too (the code's own sanity check broke, not the property's)."""
+    if isinstance(leaf, pytest.fail.Exception):
+        return True
+    if not isinstance(leaf, AssertionError):
+        return False
+    return test_file is None or raised_in_test(leaf, test_file)
+
+
+def classify(
+    leaves: list[BaseException], given: bool, explicit: bool, test_file: str | None
+) -> tuple[str, str]:
+    """(outcome, category) of a failure, by the paper's outcome classes."""
+    if any(is_timeout(leaf) for leaf in leaves):
+        return "timeout", "timeout"
+    if leaves and all(check_failed(leaf, test_file) for leaf in leaves):
+        return "failed", "property_violation" if given and not explicit else "wrong_answer"
+    return "failed", "runtime_error"

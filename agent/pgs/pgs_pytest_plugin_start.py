@@ -45,7 +45,13 @@ from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLUGIN = "pgs_pytest_plugin"
-COMPANION = "pgs_pytest_plugin_results"
+#: The plugin's companion modules, in the order they import each other.
+COMPANIONS = (
+    "pgs_pytest_plugin_results",
+    "pgs_pytest_plugin_oracle",
+    "pgs_pytest_plugin_inputs",
+    "pgs_pytest_plugin_passes",
+)
 ENTRY_POINTS_ENV = "PGS_ENTRY_POINTS"
 GROUP = "pytest11"
 LIST_FLAG = "--pgs-list-entry-points"
@@ -96,7 +102,7 @@ def _load_plugin() -> Any:
     import importlib.util
 
     module = None
-    for name in (COMPANION, PLUGIN):  # the plugin imports its companion by name
+    for name in (*COMPANIONS, PLUGIN):  # the plugin imports its companions by name
         spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
         if spec is None or spec.loader is None:
             raise SystemExit(f"pgs: cannot load {name} from {HERE}")

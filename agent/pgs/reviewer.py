@@ -11,7 +11,9 @@ Per submission (:meth:`PGS.review`):
    (unsound ones dropped, with the reason). When no issue property survives, the Tester gets
    one more turn with the validation report's lines (``tester_retries``). In the io modes
    (Self-Edit) the Tester's one turn is the extraction turn instead: the issue's examples as
-   concrete tests, each kept only when it fails on the original code (``issue_examples``);
+   concrete tests, each kept only when it fails on the original code (``issue_examples``).
+   With the paper's other turns on, the input generator's hard inputs and the issue's
+   examples (the filter's public tests) come first (``input_generator``, ``examples_filter``);
 3. the related repository tests (or ``--test-cmd``) get a baseline on the original code
    (cached per test file, and per command);
 4. the candidate is re-applied and checked: kept properties + related tests, with fresh
@@ -25,16 +27,20 @@ Per submission (:meth:`PGS.review`):
 6. a failure → ONE failure is selected (``--feedback`` mode) and rendered, until ``rounds``
    feedback messages have been sent.
 
-The verdict (:func:`judge`) is honest: ``passed`` only when a kept issue property that failed
-on the original code passes on the patch and nothing newly fails; ``partial`` when that holds
-but fewer than half of the related test files ran (a time budget cut the rest); ``tests-only``
-when no issue property took part but the related tests (or regression properties) ran and
-pass; ``unchecked`` when nothing ran; ``failed`` otherwise. Every reason says how much of the
-check ran (:class:`~agent.record.check.Coverage`). A patch that changes a test file the check
-relies on is ``tests-changed`` where it would have been ``passed``, ``partial`` or
-``tests-only`` (:func:`flagged`), and the reason names the files, as it names the property
-files the Generator changed. A diff left when a limit ends the run is checked too
-(:meth:`PGS.final_check`), so no patch leaves unchecked.
+The Tester's turns (step 2, 5, and with ``properties_every_round`` one before each round) are
+:class:`agent.pgs.turns.TesterTurns`, their validation on the original code
+:class:`agent.pgs.filtering.Filtering`; the configuration is :mod:`agent.pgs.config`.
+
+The verdict (:func:`agent.pgs.verdict.judge`) is honest: ``passed`` only when a kept issue
+property that failed on the original code passes on the patch and nothing newly fails;
+``partial`` when that holds but fewer than half of the related test files ran (a time budget
+cut the rest); ``tests-only`` when no issue property took part but the related tests (or
+regression properties) ran and pass; ``unchecked`` when nothing ran; ``failed`` otherwise.
+Every reason says how much of the check ran (:class:`~agent.record.check.Coverage`). A patch
+that changes a test file the check relies on is ``tests-changed`` where it would have been
+``passed``, ``partial`` or ``tests-only`` (:func:`~agent.pgs.verdict.flagged`), and the reason
+names the files, as it names the property files the Generator changed. A diff left when a
+limit ends the run is checked too (:meth:`PGS.final_check`), so no patch leaves unchecked.
 
 The sandbox is left with the candidate applied, so the Generator goes on from its own state.
 """
@@ -50,53 +56,33 @@ import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from agent.core.loop import AgentConfig
-from agent.core.prompts import CONFIG_ONLY, default_prompt, render_text
+from agent.core.prompts import render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
-from agent.errors import CheckNotRun, ModelError
+from agent.errors import CheckNotRun
 from agent.models import Model
-from agent.models.base import BaseURL
 from agent.pgs.baseline import Baseline
 from agent.pgs.check import check_candidate, original_tests
-from agent.pgs.coverage import check_not_run
+from agent.pgs.config import PGSConfig, ablation, shrinks
 from agent.pgs.evidence import held_to_evidence, replay_inputs
-from agent.pgs.feedback import (
-    IO_MODES,
-    IO_TEMPLATE,
-    PROPERTY_TEMPLATE,
-    TokenCounter,
-    render_feedback,
-    select_failure,
-)
+from agent.pgs.feedback import IO_MODES, TokenCounter, render_feedback, select_failure
 from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
 from agent.pgs.pool import count_pool
 from agent.pgs.related import changed_files, is_test_file, related_tests
-from agent.pgs.runner import CheckSettings, install_plugin, pytest_command, run_pytest
+from agent.pgs.runner import CheckSettings, install_plugin, pytest_command
 from agent.pgs.shared import SharedProperties
-from agent.pgs.tester import SubTrajectory, TesterConfig, restore_original, run_tester
-from agent.pgs.tokens import TOKENIZER_HELP, ChosenCounter, TokenizerName, first_time
-from agent.pgs.validate import (
-    drop_contradictions,
-    keep_failing_examples,
-    kept_reasons,
-    validate_properties,
-)
+from agent.pgs.tester import restore_original
+from agent.pgs.tokens import ChosenCounter, first_time
+from agent.pgs.turns import TesterTurns
+from agent.pgs.verdict import flagged, judge
 from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import (
-    Ablation,
-    FeedbackMode,
     GuardedChange,
     PGSRecord,
-    ProbeRecord,
     RoundRecord,
     SelectionRecord,
-    TesterConversation,
-    TesterTurn,
     TokenizerRecord,
-    ValidationRecord,
     Verdict,
 )
 from envs.sandbox import Sandbox
@@ -105,182 +91,9 @@ from envs.seal import UNSEALED_NOTE, Seal, seal_of
 logger = logging.getLogger(__name__)
 
 CANDIDATE = "/tmp/pgs-candidate.patch"
-#: The validation's search after a failing explicit example draws this many times the inputs.
-SEARCH_FACTOR = 16
 
 
-class PGSConfig(BaseModel):
-    """The Tester and the feedback loop."""
-
-    model_config = ConfigDict(extra="forbid")
-    feedback: FeedbackMode = Field(
-        default="property-min",
-        description="none: the Generator alone; io: Self-Edit, the raw output of the first "
-        "failing test (the issue's examples as tests, then the related repository tests), no "
-        "properties; io-min: io with the failing test of the fewest input tokens; property: "
-        "property feedback, any failing example; property-min: the failing input with the "
-        "fewest tokens (full PGS)",
-    )
-    issue_examples: bool = Field(
-        default=True,
-        description="io modes: an extraction turn writes the examples the issue states as "
-        "tests (each kept only when it fails on the original code), io's example tests (off: "
-        "the related repository tests alone)",
-    )
-    rounds: int = Field(default=5, ge=0, description="most feedback rounds")
-    filter: bool = Field(
-        default=True,
-        description="validate properties on the original code and drop unsound ones (off: "
-        "the ablation without filtering: every property that runs is kept, none is dropped as "
-        "contradicting the issue, and the Tester gets no retry from the validation report)",
-    )
-    tester_retries: int = Field(
-        default=1,
-        ge=0,
-        description="more Tester turns, with the validation report, when no issue property "
-        "survives validation",
-    )
-    fresh_probes: int = Field(
-        default=1,
-        ge=0,
-        description="when every kept property passes and feedback rounds remain, ask the "
-        "Tester this many more times for new rules before accepting",
-    )
-    round_steps: int = Field(
-        default=30, ge=0, description="steps the Generator gets after each feedback message"
-    )
-    round_time: float = Field(
-        default=900.0, ge=0, description="seconds the Generator gets after each feedback message"
-    )
-    tester_model: str | None = Field(
-        default=None, description="the Tester's model (default: the Generator's)"
-    )
-    tester_base_url: BaseURL | None = Field(
-        default=None, description="the Tester model's base URL (default: the Generator's)"
-    )
-    tokenizer: TokenizerName = Field(default="auto", description=TOKENIZER_HELP)
-    fresh_inputs: bool = Field(
-        default=True,
-        description="every check draws new inputs: a new Hypothesis seed per check, derived "
-        "from --pgs.seed and recorded per round (off: derandomised, the same inputs every check)",
-    )
-    seed: int | None = Field(
-        default=None,
-        description="the run's seed, from which every check's Hypothesis seed derives (default: "
-        "a random one, recorded in the .traj as pgs.seed; pass it again to replay the inputs)",
-    )
-    keep_properties: bool = Field(
-        default=False, description="also write the kept properties as <id>.properties.patch"
-    )
-    test_cmd: str | None = Field(
-        default=None, description="the repository's test command (default: related test files)"
-    )
-    property_template: str = Field(
-        default=PROPERTY_TEMPLATE, description="the feedback message of the property modes"
-    )
-    io_template: str = Field(default=IO_TEMPLATE, description="the feedback message of io mode")
-    tampered_note_template: str = Field(
-        default=default_prompt("pgs", "tampered_note_template"), json_schema_extra=CONFIG_ONLY
-    )
-    tests_changed_note_template: str = Field(
-        default=default_prompt("pgs", "tests_changed_note_template"), json_schema_extra=CONFIG_ONLY
-    )
-    tester: TesterConfig = Field(default_factory=TesterConfig)
-    check: CheckSettings = Field(default_factory=CheckSettings)
-
-
-def shrinks(config: PGSConfig) -> bool:
-    """Whether the checks shrink failing inputs: ``check.shrink`` when set, else only for
-    ``property-min`` (no minimisation in the other modes: Table 7's rows before it)."""
-    if config.check.shrink is not None:
-        return config.check.shrink
-    return config.feedback == "property-min"
-
-
-def ablation(config: PGSConfig) -> Ablation:
-    """The run's full ablation setting, as recorded and as ``pgs report`` groups by."""
-    return Ablation.of(
-        config.feedback,
-        rounds=config.rounds,
-        filter=config.filter,
-        fresh_probes=config.fresh_probes,
-        shrink=shrinks(config),
-        shrink_order=config.check.shrink_order if config.check.pool else None,
-    )
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
-def judge(report: CheckReport, shows_bug: set[str]) -> tuple[Verdict, str]:
-    """The verdict on one check of a candidate, and why, in one sentence.
-
-    ``shows_bug``: node ids of the kept issue properties that failed on the original code.
-    A report of a run that could not check anything (:func:`check_not_run`) is ``unchecked``;
-    one whose coverage is partial (:meth:`~agent.record.check.Coverage.partial_reason`) is
-    ``partial`` at best.
-    """
-    failures = report.failures()
-    cut = f" ({report.cut})" if report.cut else ""
-    if report.coverage is not None:  # how much ran, in every verdict's reason
-        cut = f"; {report.coverage.describe()}{cut}"
-    missing = check_not_run(report)
-    if missing is not None:
-        return "unchecked", f"the check could not run: {missing}{cut}"
-    if failures or report.errors:
-        shown = failures[0].nodeid if failures else report.errors[0].split(": ", 1)[0]
-        count = len(failures) or len(report.errors)
-        return "failed", f"{_plural(count, 'check')} failing on the patch, first {shown}{cut}"
-    ran = [r for r in report.results if r.outcome == "passed"]
-    issue = [r for r in ran if r.nodeid in shows_bug]
-    regression = [r for r in ran if r.kind == "regression"]
-    repo = [r for r in ran if r.kind == "repo"]
-    holds = (
-        f"{_plural(len(regression), 'regression property', 'regression properties')} and "
-        f"{_plural(len(repo), 'related repository test')} pass"
-    )
-    if issue:
-        fixed = _plural(len(issue), "issue property", "issue properties")
-        why = f"{fixed} that failed on the original code pass on the patch; {holds}{cut}"
-        partial = report.coverage.partial_reason() if report.coverage is not None else None
-        if partial is not None:
-            return "partial", f"{partial}; {why}"
-        return "passed", why
-    if regression or repo:
-        return "tests-only", f"no issue property took part; {holds}{cut}"
-    return "unchecked", f"nothing ran: no property and no related repository test{cut}"
-
-
-def flagged(
-    verdict: Verdict,
-    why: str,
-    *,
-    tests_changed: list[GuardedChange],
-    tampered: list[GuardedChange],
-) -> tuple[Verdict, str]:
-    """:func:`judge`'s verdict with what the check did not take from the working tree:
-    ``tests-changed`` instead of ``passed``, ``partial`` or ``tests-only`` when the patch
-    changes a test file the check relies on; the reason names those files and the property files the
-    Generator changed (the check ran the base commit's and the Tester's versions)."""
-    if tests_changed:
-        files = describe(tests_changed)
-        if verdict in ("passed", "partial", "tests-only"):
-            verdict, why = (
-                "tests-changed",
-                (
-                    f"the patch changes test files the check relies on: {files}; the check ran "
-                    f"them as at the base commit, where {why}"
-                ),
-            )
-        else:
-            why += f"; the patch also changes {files} (the check ran the base commit's version)"
-    if tampered:
-        why += f"; the Generator changed {describe(tampered)}; the check ran the Tester's version"
-    return verdict, why
-
-
-class PGS:
+class PGS(TesterTurns):
     """The :class:`~agent.core.loop.Reviewer` that runs PGS rounds."""
 
     def __init__(
@@ -317,7 +130,11 @@ class PGS:
         #: Told of each checked candidate (its verdict, what was fed back): the run's hooks.
         self.on_round = on_round
         self.check_settings = config.check.model_copy(
-            update={"test_cmd": config.test_cmd, "shrink": shrinks(config)}
+            update={
+                "test_cmd": config.test_cmd,
+                "shrink": shrinks(config),
+                "properties_dir": config.tester.properties_dir,
+            }
         )
         #: The original code: the sandbox's commit once it was ready (never ``HEAD``, which
         #: the Generator can move).
@@ -400,6 +217,9 @@ class PGS:
         return feedback
 
     def _review(self, round_record: RoundRecord, patch: str) -> str | None:
+        if self._adds_every_round(round_record):
+            self.status("the Tester adds properties for this round")
+            self.probe(round_record, why="round")
         self.status(f"checking candidate {round_record.round}")
         report = self.check(patch, round_record)
         while not report.failures() and not report.errors and self._may_probe():
@@ -615,247 +435,7 @@ class PGS:
             round_record.tests_changed += [c for c in changed if c.path not in seen]
         return report
 
-    def write_and_validate_properties(self) -> None:
-        """The Tester's first set, validated; while no issue property survives, another turn
-        with the validation report's lines (not without the filter: that retry is the filter's
-        work too). The io modes (Self-Edit has no properties): the extraction turn alone, the
-        issue's examples as tests, or nothing when ``issue_examples`` is off."""
-        if self.config.feedback in IO_MODES:
-            if not self.config.issue_examples:
-                self.properties = {}
-                self.record.validation = ValidationRecord(note="io: no Tester")
-                self._sync()
-                return
-            self.status("the Tester writes the issue's examples as tests")
-            self.tester_turn("examples")
-            return
-        self.status("the Tester is writing properties")
-        self.tester_turn("first")
-        for _ in range(self.config.tester_retries if self.config.filter else 0):
-            if self.shows_bug or not self._tester_worked():
-                break
-            self.status("no issue property survived; the Tester tries again")
-            self.tester_turn("retry", note=self._retry_note())
-
-    def adopt(self, shared: SharedProperties) -> None:
-        """Take another attempt's validated property set (``--attempts``): its files in the
-        properties folder, its kept properties and validation, no Tester turn."""
-        self.status(f"the properties of attempt {shared.attempt}, validated once, are checked")
-        self.guard.files = {p: (t.encode("utf-8"), 0o644) for p, t in shared.properties.items()}
-        self.guard.restore(self.sandbox)
-        self.properties = dict(shared.properties)
-        self.kept = list(shared.kept)
-        self.shows_bug = set(shared.shows_bug)
-        self.record.properties = dict(shared.properties)
-        self.record.property_sha256 = self.guard.sha256()
-        self.record.validation = shared.validation.model_copy(deep=True)
-        self.record.shared_from_attempt = shared.attempt
-        self._sync()
-
-    def probe(self, round_record: RoundRecord) -> bool:
-        """Fresh probes: the Tester once more, for rules not written yet; True if it added any
-        kept property. The candidate is aside (original code) while it works."""
-        self.probes += 1
-        before = list(self.kept)
-        self.restore_properties(round_record)
-        self.tester_turn("probe", note=self._probe_note())
-        self._hold_kept(before)
-        added = [n for n in self.kept if n not in before]
-        round_record.probes.append(ProbeRecord(new_kept=added))
-        self._sync()
-        return bool(added)
-
-    def _hold_kept(self, before: list[str]) -> None:
-        """A probe only adds: every property kept before it stays kept (validation of the
-        probe's files merges into the record; this holds whatever it says)."""
-        lost = [n for n in before if n not in self.kept]
-        if lost:
-            logger.warning("a probe would have dropped %s; kept", ", ".join(lost))
-            self.kept = [*before, *(n for n in self.kept if n not in before)]
-            if self.record.validation is not None:
-                self.record.validation.kept = list(self.kept)
-            self._sync()
-
-    def _may_probe(self) -> bool:
-        return (
-            self.config.feedback in ("property", "property-min")
-            and self.probes < self.config.fresh_probes
-            and self.feedback_sent < self.config.rounds
-            and self._tester_worked()
-            and self.shared is None  # adopted properties: the Tester is paid once
-        )
-
-    def _tester_worked(self) -> bool:
-        return self.record.tester_error is None
-
-    def tester_turn(self, why: str, note: str = "") -> None:
-        """One Tester conversation (its own sub-trajectory), then validation of the folder."""
-        turns = self.record.tester_turns
-        key = "tester" if not turns else f"tester_{len(turns) + 1}"
-
-        def store(conversation: TesterConversation) -> None:
-            self.record.set_conversation(key, conversation)
-            self._save()
-
-        sub = SubTrajectory(self.traj, store)
-        held = dict(self.properties or {}) if why == "probe" else {}
-        held_files = dict(self.guard.files) if why == "probe" else {}
-        with self._fresh() as box:  # the Tester never works where the Generator did
-            try:
-                tester = self.config.tester
-                self.properties = run_tester(
-                    tester.for_examples() if why == "examples" else tester,
-                    self.tester_model,
-                    box,
-                    self.toolset,
-                    sub,
-                    self.problem,
-                    function_calling=self.function_calling,
-                    note=note,
-                    base=self.base,
-                    generator_config=self.generator_config,
-                )
-                self.guard.take(box)  # from now on, these are the properties
-                # A probe adds files: the ones validated before stay as they were.
-                self.guard.files.update(held_files)
-                self.properties.update(held)
-            except ModelError as e:
-                logger.warning("the Tester failed (%s); checking with what there is", e)
-                self.record.tester_error = str(e)
-                self.properties = self.properties or {}
-        # Only these (no .pgs/conftest.py, no plugin of its own; after a failed turn the last
-        # set the host kept, nothing half-written), in the Generator's sandbox for its reruns.
-        self.guard.restore(self.sandbox)
-        self.record.property_sha256 = self.guard.sha256()
-        if why == "probe":
-            self.validate([p for p in sorted(self.properties or {}) if p not in held])
-        else:
-            self.validate()
-        validation = self.record.validation or ValidationRecord()
-        turns.append(
-            TesterTurn(
-                key=key,
-                why=why,
-                properties=sorted(self.properties or {}),
-                kept=list(validation.kept),
-                dropped=[d.model_copy() for d in validation.dropped],
-            )
-        )
-        self._save()
-
-    def validate(self, files: list[str] | None = None) -> None:
-        """Run the property files on the original code and keep the sound ones. ``files``
-        (a probe's): only those run, and what they keep joins what was kept before (whose
-        validation, and the inputs it failed on, stand)."""
-        self.record.properties = dict(self.properties or {})
-        if files is not None:
-            self._validate_added(files)
-            return
-        if not self.properties:
-            self.kept, self.shows_bug = [], set()
-            self.record.validation = ValidationRecord(note="no properties")
-            self._sync()
-            return
-        self.record.validation = self._validation([self.config.tester.properties_dir])
-        self._sync()
-
-    def _validate_added(self, files: list[str]) -> None:
-        """A probe's files validated alone, merged into the validation record."""
-        before = self.record.validation
-        if not files:
-            return
-        added = self._validation(files)
-        if before is None or before.report is None:
-            self.record.validation = added
-            self._sync()
-            return
-        report = before.report.model_copy(deep=True)
-        known = {r.nodeid for r in report.results}
-        report.results += [
-            r for r in (added.report or CheckReport()).results if r.nodeid not in known
-        ]
-        report.errors += (added.report or CheckReport()).errors
-        imported = {*(report.imported or ()), *((added.report and added.report.imported) or ())}
-        report.imported = sorted(imported) if imported else None
-        kept = [*before.kept, *(n for n in added.kept if n not in before.kept)]
-        self.kept = kept
-        self.shows_bug = self._shows_bug(report, kept)
-        merged = before.model_copy(
-            update={
-                "kept": kept,
-                "why_kept": {**(added.why_kept or {}), **(before.why_kept or {})},
-                "dropped": [*before.dropped, *added.dropped],
-                "report": report,
-            }
-        )
-        merged.note = None if self.shows_bug else added.note
-        self.record.validation = merged
-        self._sync()
-
-    @staticmethod
-    def _shows_bug(report: CheckReport, kept: list[str]) -> set[str]:
-        by_id = report.by_id()
-        return {n for n in kept if by_id[n].kind == "issue" and by_id[n].category != "pass"}
-
-    def _validation(self, targets: list[str]) -> ValidationRecord:
-        """The properties ``targets`` run on the original code, judged; sets ``kept`` and
-        ``shows_bug`` to what they keep."""
-        settings = self._next_settings()
-        # What the validation finds beyond the explicit examples is replayed in every check.
-        if settings.search_examples is None:
-            settings.search_examples = SEARCH_FACTOR * settings.max_examples
-        with self._fresh() as box:
-            original = run_pytest(box, targets, settings=settings, timeout=settings.run_timeout)
-        count_pool(original, self.counter)
-        if self.config.feedback in IO_MODES:  # the issue's examples: each must fail now
-            kept, dropped = validate_properties(original, self.problem)
-            kept, passing = keep_failing_examples(kept, original)
-            dropped_records = [*dropped, *passing]
-            why_kept = kept_reasons(original, kept, self.problem)
-        elif self.config.filter:
-            kept, dropped = validate_properties(original, self.problem)
-            kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-            dropped_records = [*dropped, *contradicting]
-            why_kept = kept_reasons(original, kept, self.problem)
-        else:  # the ablation: no filtering of any kind, every property that ran is kept
-            kept = [r.nodeid for r in original.results if r.kind != "repo" and "::" in r.nodeid]
-            dropped_records = []
-            why_kept = dict.fromkeys(kept, "kept unfiltered (--no-pgs.filter)")
-        self.kept = kept
-        self.shows_bug = self._shows_bug(original, kept)
-        validation = ValidationRecord(
-            kept=list(kept),
-            why_kept={n: why_kept[n] for n in kept if n in why_kept},
-            dropped=dropped_records,
-            report=original,
-            filter=self.config.filter if self.config.feedback not in IO_MODES else None,
-            seed=settings.seed,
-        )
-        if not self.shows_bug and self.config.feedback in IO_MODES:
-            validation.note = (
-                "no issue example fails on the original code; io checks with the related "
-                "repository tests alone"
-            )
-        elif not self.shows_bug:
-            validation.note = (
-                "no issue property survived validation; the verdict can be tests-only at best"
-            )
-        return validation
-
-    def _retry_note(self) -> str:
-        """The Tester's retry turn: the validation report (``pgs.tester.retry_template``)."""
-        validation = self.record.validation or ValidationRecord()
-        report = [f"{d.nodeid}: {d.reason}" for d in validation.dropped]
-        if not report:
-            report = [validation.note or "no property file was written"]
-        return render_text(self.config.tester.retry_template, {"report": report})
-
-    def _probe_note(self) -> str:
-        """A fresh probe: the rules already written (``pgs.tester.probe_template``)."""
-        validation = self.record.validation
-        results = validation.report.results if validation and validation.report else []
-        rules = sorted({r.rule for r in results if r.nodeid in self.kept and r.rule})
-        return render_text(self.config.tester.probe_template, {"rules": rules})
+    # -- the files of each turn's role ---------------------------------------------------------
 
     def baseline(self, repo_tests: list[str], box: Sandbox | None = None) -> CheckReport | None:
         """The related tests (or the test command) on the original code, in ``box`` (default:
@@ -866,24 +446,3 @@ class PGS:
             with self._fresh() as fresh:
                 return self.baseline(repo_tests, fresh)
         return self.baselines.ensure(box, self.base, repo_tests, settings=self.check_settings)
-
-    def properties_patch(self) -> str:
-        """The kept property files, as the Tester wrote them (restored first, whatever the
-        Generator did to them), as a patch adding them under tests/pgs_properties/."""
-        if not self.properties:
-            return ""
-        self.restore_properties(self.record.rounds[-1] if self.record.rounds else None)
-        self._save()
-        kept_files = {nodeid.split("::", 1)[0] for nodeid in self.kept}
-        src = self.config.tester.properties_dir
-        paths = " ".join(shlex.quote(p) for p in sorted(kept_files))
-        base = shlex.quote(self.base)
-        if not paths:
-            return ""
-        with self._fresh() as box:
-            result = box.run(
-                'idx=$(mktemp) && rm -f "$idx" && export GIT_INDEX_FILE="$idx" && '
-                f"{SAFE_GIT} read-tree {base} && {SAFE_GIT} add -f -- {paths} && "
-                f'{SAFE_GIT} diff --cached {base} -- {paths}; rm -f "$idx"'
-            )
-        return result.output.replace(f"{src}/", "tests/pgs_properties/")

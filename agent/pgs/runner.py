@@ -40,9 +40,16 @@ logger = logging.getLogger(__name__)
 PLUGIN_FILE = Path(__file__).with_name("pgs_pytest_plugin.py")
 #: The launcher every pytest run starts with (:func:`pytest_command`).
 LAUNCHER = PLUGIN_FILE.with_name("pgs_pytest_plugin_start.py")
-#: Every file of the plugin: it imports the second as a top-level module beside it; the
-#: launcher loads both from its own folder.
-PLUGIN_FILES = (PLUGIN_FILE, PLUGIN_FILE.with_name("pgs_pytest_plugin_results.py"), LAUNCHER)
+#: Every file of the plugin: it imports its companions as top-level modules beside it; the
+#: launcher loads them from its own folder.
+PLUGIN_FILES = (
+    PLUGIN_FILE,
+    *(
+        PLUGIN_FILE.with_name(f"pgs_pytest_plugin_{part}.py")
+        for part in ("results", "oracle", "inputs", "passes")
+    ),
+    LAUNCHER,
+)
 #: Folder under the sandbox's home that holds the plugin, reports and Hypothesis's storage.
 PLUGIN_DIR = ".pgs_plugin"
 #: Characters of pytest's own output kept when something goes wrong with the run itself.
@@ -139,6 +146,21 @@ class CheckSettings(BaseModel):
         json_schema_extra=CONFIG_ONLY,
         description="inputs of the search after a failing explicit example (PGS_SEARCH_EXAMPLES; "
         "None: max_examples); the validation sets it higher, its finds are replayed",
+    )
+    properties_dir: str | None = Field(
+        None,
+        exclude=True,
+        json_schema_extra=CONFIG_ONLY,
+        description="the Tester's folder (PGS_PROPERTIES_DIR): the shared hard inputs must be "
+        "drawn from there, and the plugin says so when a run's were not",
+    )
+    oracle: bool = Field(
+        False,
+        exclude=True,
+        json_schema_extra=CONFIG_ONLY,
+        description="the run answers the calls the issue's examples state with the stated "
+        "results and runs only explicit examples (PGS_ORACLE; the soundness filter's check "
+        "of issue properties against the issue's examples, agent.pgs.validate)",
     )
     replay: dict[str, list[str]] = Field(
         default_factory=dict,
@@ -253,7 +275,7 @@ def run_pytest(
         "PGS_DEADLINE_MS": str(settings.deadline_ms),
         "PGS_TEST_TIMEOUT": f"{settings.test_timeout:g}",
         "PGS_SHRINK": "0" if settings.shrink is False else "1",
-        "PGS_POOL": "1" if settings.pool else "0",
+        "PGS_POOL": "1" if settings.pool and not settings.oracle else "0",
         "PGS_POOL_SIZE": str(settings.pool_size),
         "PGS_SHRINK_ORDER": settings.shrink_order,
         # Hypothesis would otherwise write .hypothesis/ into the repository.
@@ -264,6 +286,10 @@ def run_pytest(
     command = pytest_command(folder, targets, settings=settings, deselect=deselect)
     if settings.seed is not None:
         env["PGS_SEED"] = str(settings.seed)
+    if settings.oracle:
+        env["PGS_ORACLE"] = "1"
+    if settings.properties_dir:
+        env["PGS_PROPERTIES_DIR"] = settings.properties_dir
     if settings.search_examples:
         env["PGS_SEARCH_EXAMPLES"] = str(settings.search_examples)
     if settings.replay:

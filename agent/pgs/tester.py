@@ -51,16 +51,40 @@ class TesterConfig(BaseModel):
         default=default_prompt("pgs", "tester", "examples_instance_template"),
         json_schema_extra=CONFIG_ONLY,
     )
+    inputs_system_template: str = Field(
+        default=default_prompt("pgs", "tester", "inputs_system_template"),
+        json_schema_extra=CONFIG_ONLY,
+    )
+    inputs_instance_template: str = Field(
+        default=default_prompt("pgs", "tester", "inputs_instance_template"),
+        json_schema_extra=CONFIG_ONLY,
+    )
+    inputs_note_template: str = Field(
+        default=default_prompt("pgs", "tester", "inputs_note_template"),
+        json_schema_extra=CONFIG_ONLY,
+    )
     step_limit: int = Field(default=30, ge=1, description="most steps for writing properties")
     time_limit: float = Field(default=900.0, ge=0, description="wall-clock seconds (0: none)")
     properties_dir: str = Field(default=PROPERTIES_DIR, description="scratch folder in the repo")
 
-    def for_examples(self) -> TesterConfig:
-        """The extraction turn's config: the examples prompts in place of the properties'."""
+    def for_examples(self, folder: str | None = None) -> TesterConfig:
+        """The extraction turn's config: the examples prompts in place of the properties',
+        writing into ``folder`` (default: the properties folder itself, as in the io modes)."""
         return self.model_copy(
             update={
                 "system_template": self.examples_system_template,
                 "instance_template": self.examples_instance_template,
+                "properties_dir": folder or self.properties_dir,
+            }
+        )
+
+    def for_inputs(self) -> TesterConfig:
+        """The input generator's config: its prompts, writing ``hard_inputs.py`` into the
+        properties folder."""
+        return self.model_copy(
+            update={
+                "system_template": self.inputs_system_template,
+                "instance_template": self.inputs_instance_template,
             }
         )
 

@@ -12,15 +12,22 @@ the property called directly), unmarked tests. :func:`kept_reasons` says why eac
 was kept. :func:`drop_contradictions` then drops a regression property
 that asserts on an input an issue property states as a case of the bug (the same
 ``@example``): it pins the behaviour the issue asks to change. :func:`keep_failing_examples`
-keeps, of the issue's examples as tests (the io modes' extraction turn), only those that show
-the bug.
+keeps, of the issue's examples as tests (the extraction turn), only those that show the bug.
+
+The issue's examples are also the filter's public tests (the paper checks each property
+against the public tests' known outputs): :func:`drop_contradicting_examples` drops an issue
+property that failed in the oracle run, where every call it made was answered with the output
+the issue states (:mod:`agent.pgs.pgs_pytest_plugin_oracle`). :func:`drop_failing_everywhere`
+drops an issue property that failed on every input its pool pass ran on the original code
+while another kept issue property holds on some: the code is right on most inputs, by that
+one's account, so a rule no input satisfies asserts something the issue does not ask.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import DroppedProperty
@@ -295,4 +302,75 @@ def keep_failing_examples(
                 f"(this one is a {by_id[nodeid].kind} test that passes there)"
             )
             dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
+    return out, dropped
+
+
+def drop_contradicting_examples(
+    kept: list[str], oracle: CheckReport
+) -> tuple[list[str], list[DroppedProperty]]:
+    """Drop the kept issue properties that failed in the ``oracle`` run (their explicit
+    examples run with the calls the issue's stated examples name answered as the issue
+    says): with the fixed code's outputs, as the issue states them, they still fail."""
+    by_id = oracle.by_id()
+    out: list[str] = []
+    dropped: list[DroppedProperty] = []
+    for nodeid in kept:
+        found = by_id.get(nodeid)
+        contradiction = found.contradicts if found is not None else None
+        if contradiction is None:
+            out.append(nodeid)
+            continue
+        failure = contradiction.failure.splitlines()[0] if contradiction.failure else "failed"
+        on = f" on {contradiction.input}" if contradiction.input else ""
+        reason = (
+            f"contradicts the issue's example {contradiction.example_test}: with "
+            f"{contradiction.stated}, as the issue states, it fails{on}: {failure}"
+        )
+        dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
+    return out, dropped
+
+
+#: Inputs a pool pass must have run before failing on all of them says anything.
+EVERYWHERE_AT_LEAST = 8
+
+
+def _fails_everywhere(result: TestResult) -> bool:
+    ran, failed = result.pool_ran or 0, result.pool_failed or 0
+    own_check = result.category in ("property_violation", "wrong_answer")
+    return own_check and ran >= EVERYWHERE_AT_LEAST and failed == ran
+
+
+def _holds_somewhere(result: TestResult) -> bool:
+    ran, failed = result.pool_ran or 0, result.pool_failed or 0
+    return result.kind == "issue" and ran > 0 and failed < ran
+
+
+def drop_failing_everywhere(
+    kept: list[str], original: CheckReport, others: Sequence[TestResult] = ()
+) -> tuple[list[str], list[DroppedProperty]]:
+    """Drop a kept issue property that failed by its own check on every input (at least
+    :data:`EVERYWHERE_AT_LEAST`) its pool pass ran on the original code, when another kept
+    issue property (of this run, or ``others``, kept before) held on some: the bug is narrow
+    by that one's account, so a rule that no input satisfies contradicts the code where the
+    issue leaves it alone. Alone, or beside others failing everywhere too, it stays: the bug
+    may really be everywhere (a wrong type returned for every input)."""
+    by_id = original.by_id()
+    results = [by_id[n] for n in kept if n in by_id]
+    witness = next((r for r in [*results, *others] if _holds_somewhere(r)), None)
+    if witness is None:
+        return list(kept), []
+    out: list[str] = []
+    dropped: list[DroppedProperty] = []
+    for nodeid in kept:
+        result = by_id.get(nodeid)
+        if result is None or result.kind != "issue" or not _fails_everywhere(result):
+            out.append(nodeid)
+            continue
+        holds = (witness.pool_ran or 0) - (witness.pool_failed or 0)
+        reason = (
+            f"fails on every one of the {result.pool_ran} inputs it ran on the original code, "
+            f"while {witness.nodeid} holds on {holds} of {witness.pool_ran}: a rule no input "
+            "satisfies asserts more than the issue asks"
+        )
+        dropped.append(DroppedProperty(nodeid=nodeid, reason=reason))
     return out, dropped

@@ -75,12 +75,13 @@ class FailingInput(BaseModel):
         return _without_unset(self, handler, ("replay", "from_replay"))
 
 
-#: Where a pooled input came from: drawn by Hypothesis (``generated``), the Tester's own
-#: ``@example`` (``explicit``), an input of the validation fed again (``replayed``), a step of
-#: Hypothesis's shrinking (``shrinking``) or the input a shrink ended on (``shrunk``).
-PoolSource = Literal["generated", "explicit", "replayed", "shrinking", "shrunk"]
+#: Where a pooled input came from: drawn by Hypothesis (``generated``), drawn from the input
+#: generator's shared hard inputs (``hard``), the Tester's own ``@example`` (``explicit``), an
+#: input of the validation fed again (``replayed``), a step of Hypothesis's shrinking
+#: (``shrinking``) or the input a shrink ended on (``shrunk``).
+PoolSource = Literal["generated", "hard", "explicit", "replayed", "shrinking", "shrunk"]
 #: The pool's drawn inputs, those the paper's pool holds (the shrink steps are pgs's own).
-DRAWN: tuple[PoolSource, ...] = ("generated", "explicit", "replayed")
+DRAWN: tuple[PoolSource, ...] = ("generated", "hard", "explicit", "replayed")
 
 
 class PoolInput(FailingInput):
@@ -118,6 +119,20 @@ def _without_unset(
         if name in data and data[name] in (None, []):
             del data[name]
     return data
+
+
+class Contradiction(BaseModel):
+    """An issue property that fails although every call it made was answered with what the
+    issue states the fixed code gives (the oracle of the issue's examples: the soundness
+    filter's public tests)."""
+
+    model_config = ConfigDict(extra="forbid")
+    stated: str = Field(
+        description="the stated example, e.g. stats.median([1, 2, 3, 4]) returns 2.5"
+    )
+    example_test: str = Field(description="the node id of the issue example that states it")
+    input: str | None = Field(None, description="the property's input that failed")
+    failure: str = Field(description="what the property's check said")
 
 
 class Origin(BaseModel):
@@ -190,12 +205,38 @@ class TestResult(BaseModel):
         description="what the pool lacks: the pass cut by the time limit, no line coverage "
         "and why, inputs left out, the input pick-then-shrink picked",
     )
+    pool_ran: int | None = Field(
+        None, description="inputs the pool pass ran to the end (None: no pool pass)"
+    )
+    pool_failed: int | None = Field(None, description="of those, the inputs that failed")
+    hard_inputs: int | None = Field(
+        None,
+        description="inputs of this test that drew the input generator's shared hard inputs "
+        "(None: none)",
+    )
+    contradicts: Contradiction | None = Field(
+        None,
+        description="with the issue's stated examples as an oracle: the first input on which "
+        "the property failed although every call was answered as the issue states",
+    )
     duration: float = 0.0
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         return _without_unset(
-            self, handler, ("origin", "replayed", "pool", "pool_lines_by", "pool_note")
+            self,
+            handler,
+            (
+                "origin",
+                "replayed",
+                "pool",
+                "pool_lines_by",
+                "pool_note",
+                "pool_ran",
+                "pool_failed",
+                "hard_inputs",
+                "contradicts",
+            ),
         )
 
     @property
@@ -368,6 +409,17 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+class OracleReport(BaseModel):
+    """What the oracle of the issue's stated examples had in place in one run."""
+
+    model_config = ConfigDict(extra="forbid")
+    stated: list[str] = Field(default_factory=list, description="every stated example read")
+    installed: list[str] = Field(default_factory=list, description="the callables it answered")
+    unresolved: list[str] = Field(
+        default_factory=list, description="named callables it could not find (not answered)"
+    )
+
+
 class CheckReport(BaseModel):
     """All tests run against one version of the code."""
 
@@ -389,10 +441,13 @@ class CheckReport(BaseModel):
     pool_counter: str | None = Field(
         None, description="the token counter the pool's tokens were counted with (host side)"
     )
+    oracle: OracleReport | None = Field(
+        None, description="a run with the issue's stated examples as an oracle (PGS_ORACLE)"
+    )
 
     @model_serializer(mode="wrap")
     def _leave_out_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        return _without_unset(self, handler, ("coverage", "imported", "pool_counter"))
+        return _without_unset(self, handler, ("coverage", "imported", "pool_counter", "oracle"))
 
     def failures(self) -> list[TestResult]:
         return [r for r in self.results if r.failed]

@@ -55,7 +55,7 @@ class DroppedProperty(Record):
 class ValidationRecord(Record):
     """The Tester's last set of properties run on the original code."""
 
-    omitted_when_empty = ("report", "filter", "note", "why_kept", "seed")
+    omitted_when_empty = ("report", "filter", "note", "why_kept", "seed", "oracle")
     kept: list[str] = Field(default_factory=list, description="node ids of the kept properties")
     why_kept: dict[str, str] | None = Field(
         None,
@@ -70,6 +70,12 @@ class ValidationRecord(Record):
     seed: int | None = Field(
         None, description="the Hypothesis seed of that run (None: derandomised)"
     )
+    oracle: CheckReport | None = Field(
+        None,
+        description="the issue properties' explicit examples run with the issue's stated "
+        "examples answering the calls they name (pgs.examples_filter): a failure there "
+        "contradicts the issue",
+    )
 
 
 class TesterTurn(Record):
@@ -78,7 +84,11 @@ class TesterTurn(Record):
     __test__ = False  # not a pytest test class
 
     key: str = Field("", description="where its conversation is stored: tester, tester_2, ...")
-    why: str = Field("", description="first, retry, probe or examples (the io modes' one turn)")
+    why: str = Field(
+        "",
+        description="first, retry, probe, round (properties_every_round), examples (the io "
+        "modes' one turn, or the filter's public tests) or inputs (the input generator)",
+    )
     properties: list[str] = Field(default_factory=list, description="the property files")
     kept: list[str] = Field(default_factory=list)
     dropped: list[DroppedProperty] = Field(default_factory=list)
@@ -95,9 +105,28 @@ class TesterConversation(Record):
 
 
 class ProbeRecord(Record):
-    """A fresh probe: the kept properties it added."""
+    """A fresh probe (or, with ``properties_every_round``, the round's new properties): the
+    kept properties it added."""
 
+    omitted_when_empty = ("why",)
     new_kept: list[str] = Field(default_factory=list)
+    why: Literal["round"] | None = Field(
+        None, description="round: the Tester's turn before this round's check (None: a probe)"
+    )
+
+
+class InputsRecord(Record):
+    """The input generator's hard inputs (``pgs.input_generator``)."""
+
+    omitted_when_empty = ("note",)
+    names: dict[str, int] = Field(
+        default_factory=dict, description="{name: how many values}, as hard_inputs.py defines"
+    )
+    used_by: list[str] = Field(
+        default_factory=list,
+        description="kept properties that drew them when validated on the original code",
+    )
+    note: str | None = Field(None, description="why there are none, e.g. the file did not import")
 
 
 class SelectionRecord(Record):
@@ -208,7 +237,18 @@ class Ablation(Record):
         description="pick-then-shrink: the fewest-token input of the pool was shrunk (None: "
         "shrink-then-pick, the default, or no shrinking; docs/pgs.md, the counterexample pool)",
     )
-    omitted_when_empty = ("shrink_order",)
+    inputs: bool | None = Field(
+        None, description="True: the input generator's hard inputs (None: off, or not used)"
+    )
+    examples: bool | None = Field(
+        None,
+        description="True: the issue's examples were the soundness filter's public tests "
+        "(None: off, or not used)",
+    )
+    every_round: bool | None = Field(
+        None, description="True: the Tester added properties every round (None: off)"
+    )
+    omitted_when_empty = ("shrink_order", "inputs", "examples", "every_round")
 
     @classmethod
     def of(
@@ -220,10 +260,14 @@ class Ablation(Record):
         fresh_probes: int | None,
         shrink: bool | None,
         shrink_order: str | None = None,
+        inputs: bool = False,
+        examples: bool = False,
+        every_round: bool = False,
     ) -> Ablation:
         """The setting with the fields ``mode`` does not use set to None, so that two runs of
         one row compare equal whatever their unused options were (the shrink order too,
-        without shrinking; the default order is None, as in runs recorded before it)."""
+        without shrinking; the default order is None, as in runs recorded before it; the
+        paper's extra Tester turns are None when off, as in runs recorded before them)."""
         if mode == "none":
             return cls(mode=mode)
         tester = mode in ("property", "property-min")
@@ -235,6 +279,9 @@ class Ablation(Record):
             fresh_probes=fresh_probes if tester else None,
             shrink=shrink,
             shrink_order=order,
+            inputs=True if tester and inputs else None,
+            examples=True if tester and filter and examples else None,
+            every_round=True if tester and every_round else None,
         )
 
 
@@ -250,6 +297,8 @@ class PGSRecord(Record):
         "property_sha256",
         "shared_from_attempt",
         "sealed",
+        "examples",
+        "inputs",
     )
     mode: FeedbackMode = "none"
     ablation: Ablation | None = Field(None, description="the run's full ablation setting")
@@ -266,6 +315,15 @@ class PGSRecord(Record):
         None, description="the sandbox's base commit: the original code of every check"
     )
     validation: ValidationRecord | None = None
+    examples: ValidationRecord | None = Field(
+        None,
+        description="property modes with pgs.examples_filter: the issue's examples as tests, "
+        "validated on the original code (kept: those failing there), the soundness filter's "
+        "public tests (in the io modes the examples are the validation itself)",
+    )
+    inputs: InputsRecord | None = Field(
+        None, description="the input generator's hard inputs (pgs.input_generator)"
+    )
     tester_turns: list[TesterTurn] = Field(default_factory=list)
     verdict: Verdict = "unchecked"
     verdict_reason: str | None = None

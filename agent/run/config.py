@@ -26,7 +26,7 @@ from agent.core.prompts import config_only
 from agent.core.tools import Toolset
 from agent.errors import ConfigError
 from agent.models import ModelConfig, model_kind
-from agent.pgs.reviewer import PGSConfig
+from agent.pgs.config import PGSConfig
 from agent.run.foreign import foreign_hint
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig

@@ -15,8 +15,9 @@ from agent.models import (
     get_model,
     model_kind,
 )
+from agent.pgs.config import PGSConfig
 from agent.pgs.feedback import get_counter
-from agent.pgs.reviewer import PGS, PGSConfig
+from agent.pgs.reviewer import PGS
 from agent.pgs.runner import pinned
 from agent.pgs.shared import SharedProperties
 from agent.record.base import load

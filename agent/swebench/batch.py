@@ -86,7 +86,7 @@ from agent.errors import (
 )
 from agent.models import GlobalStats, model_kind
 from agent.pgs.compare import ablation_of, prediction_fields
-from agent.pgs.reviewer import ablation
+from agent.pgs.config import ablation
 from agent.record.trajectory import Info, RunRecord
 from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.config import RunConfig
@@ -207,7 +207,7 @@ def _instances(n: int) -> str:
 
 def result_setting(config: RunConfig) -> dict[str, Any]:
     """What changes an instance's result, by name: the model, and the feedback mode with the
-    rest of the ablation setting (:func:`agent.pgs.reviewer.ablation`)."""
+    rest of the ablation setting (:func:`agent.pgs.config.ablation`)."""
     return {"model": config.model.name, **ablation(config.pgs).model_dump()}
 
 

@@ -105,7 +105,7 @@ def test_the_issue_example():
 """
 EXAMPLE_TURN = [write({f"{PROPERTIES}/test_examples.py": ISSUE_EXAMPLE}), call("submit")]
 #: Every row but none: Table 7's five and the unminimised property row.
-ALL_ROWS = "io,io-min,property,property-min,filter,pgs"
+ALL_ROWS = "none,io,io-min,property,property-min,filter,pgs"
 
 
 def policy(request: dict[str, Any]) -> dict[str, Any]:
@@ -145,7 +145,7 @@ def values(example: str) -> list[int]:
 
 
 @pytest.mark.docker
-def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
+def test_the_ladder_runs_seven_distinct_rows_on_the_bundled_example(
     docker_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "ladder"
@@ -158,6 +158,7 @@ def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
     assert names == ALL_ROWS.split(",")
     settings = [row["setting"] for row in rows]
     assert settings == [
+        {"mode": "none", "rounds": None, "filter": None, "fresh_probes": None, "shrink": None},
         {"mode": "io", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
         {"mode": "io-min", "rounds": 5, "filter": None, "fresh_probes": None, "shrink": False},
         {"mode": "property", "rounds": 1, "filter": False, "fresh_probes": 0, "shrink": False},
@@ -165,14 +166,15 @@ def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
         {"mode": "property-min", "rounds": 1, "filter": True, "fresh_probes": 0, "shrink": True},
         {"mode": "property-min", "rounds": 5, "filter": True, "fresh_probes": 1, "shrink": True},
     ]
-    # Graded by the hidden tests: Self-Edit's first fix passes the repository's tests and the
-    # issue's own example (kept: it fails on the original code), so no feedback and a wrong
-    # patch, "passed" by the one example it had; every property row gets the right fix after
-    # one message.
-    assert [row["resolved"] for row in rows] == [0, 0, 1, 1, 1, 1]
-    assert [row["rounds"]["total"] for row in rows] == [0, 0, 1, 1, 1, 1]
+    # Graded by the hidden tests: the Generator alone submits its first, wrong fix; Self-Edit's
+    # first fix passes the repository's tests and the issue's own example (kept: it fails on
+    # the original code), so no feedback and a wrong patch, "passed" by the one example it had;
+    # every property row gets the right fix after one message, io at the rounds of pgs.
+    assert [row["resolved"] for row in rows] == [0, 0, 0, 1, 1, 1, 1]
+    assert [row["rounds"]["total"] for row in rows] == [0, 0, 0, 1, 1, 1, 1]
+    assert [row["setting"]["rounds"] for row in rows] == [None, 5, 5, 1, 1, 1, 5]
     # Unfiltered, the pinned property punishes the right fix: failed; filtered: passed.
-    verdicts = [next(v for v, n in row["verdicts"].items() if n) for row in rows]
+    verdicts = [next(v for v, n in row["verdicts"].items() if n) for row in rows[1:]]
     assert verdicts == ["passed", "passed", "failed", "failed", "passed", "passed"]
 
     def traj(row: str) -> dict[str, Any]:
@@ -251,15 +253,15 @@ def test_the_ladder_runs_six_distinct_rows_on_the_bundled_example(
     stamps = {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")}
     assert main(ladder(out, "--rows", ALL_ROWS)) == 0
     captured = capsys.readouterr()
-    assert captured.err.count("finished before") == 6
+    assert captured.err.count("finished before") == 7
     assert "hidden tests" not in captured.err
     assert {p: p.stat().st_mtime for p in out.glob("*/*/*.traj")} == stamps
     table = [
         line
         for line in captured.out.splitlines()
-        if re.match(r"│ (io|io-min|property|property-min|filter|pgs) ", line)
+        if re.match(r"│ (none|io|io-min|property|property-min|filter|pgs) ", line)
     ]
-    assert len(table) == 6 and len(set(table)) == 6
+    assert len(table) == 7 and len(set(table)) == 7
     assert main(["report", *(str(out / row) for row in names), "--json"]) == 0
     assert [row["setting"] for row in json.loads(capsys.readouterr().out)["rows"]] == settings
 
@@ -302,6 +304,9 @@ def test_the_paper_config_is_shipped_and_named_by_its_name(tmp_path: Path) -> No
         assert (config.model.temperature, config.model.top_p) == (0.7, 0.95)
         assert config.model.max_output_tokens == 32768
         assert (config.pgs.rounds, config.pgs.check.max_examples) == (5, 64)
+        # The paper's other Tester turns: the input generator, the public tests, every round.
+        assert config.pgs.input_generator and config.pgs.examples_filter
+        assert config.pgs.properties_every_round
     # A file of that name in the working folder is the file, not the shipped one.
     own = tmp_path / "paper"
     own.write_text("model: {temperature: 0.2}\n")
@@ -352,11 +357,14 @@ def test_a_row_folder_of_another_setting_is_not_resumed(
     assert sorted(p.name for p in out.iterdir()) == ["pgs"]  # nothing ran
 
 
+KEYS = ("inputs", "examples", "every_round")
+
+
 def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
     """Every row's setting, from a run config of 4 rounds and 2 probes; and the table of the
     module's docstring says the same (its feedback, rounds and filter columns)."""
     from agent.cli import ladder as module
-    from agent.pgs.reviewer import ablation
+    from agent.pgs.config import ablation
     from agent.run.config import load_config
 
     config = load_config(None, {"model": {"name": "m"}, "pgs": {"rounds": 4, "fresh_probes": 2}})
@@ -381,6 +389,23 @@ def test_the_rows_are_table_7s_with_self_edit_at_the_rounds_of_pgs() -> None:
                              "fresh_probes": 2, "shrink": True,
                              "shrink_order": "pick-then-shrink"},
     }  # fmt: skip
+    # With the paper's config the property rows take its other Tester turns: the input
+    # generator in each, the public tests where the filter is on, every round where they iterate.
+    paper = load_config([Path("paper")], {"model": {"name": "m"}})
+    turns = {
+        name: {k: v for k, v in ablation(row.config(paper).pgs).model_dump().items() if k in KEYS}
+        for name, row in module.ROWS.items()
+    }
+    assert turns == {
+        "none": {},
+        "io": {},
+        "io-min": {},
+        "property": {"inputs": True},
+        "property-min": {"inputs": True},
+        "filter": {"inputs": True, "examples": True},
+        "pgs": {"inputs": True, "examples": True, "every_round": True},
+        "pick-then-shrink": {"inputs": True, "examples": True, "every_round": True},
+    }
     # Table 7's five rows by default, every setting distinct (check_config refuses twins).
     assert module.DEFAULT_ROWS == ("io", "io-min", "property-min", "filter", "pgs")
     module.check_config(config, [module.ROWS[name] for name in module.ROWS])

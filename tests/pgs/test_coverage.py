@@ -27,14 +27,16 @@ from agent.inspect.trajectory import load_trajectory
 from agent.inspect.tui_text import pgs_text
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.check import check_candidate
+from agent.pgs.config import PGSConfig
 from agent.pgs.coverage import (
     check_not_run,
     compare_test_cmd,
     pytest_failures,
     related_coverage,
 )
-from agent.pgs.reviewer import PGS, PGSConfig, judge
+from agent.pgs.reviewer import PGS
 from agent.pgs.tokens import SimpleCounter
+from agent.pgs.verdict import judge
 from agent.record.check import CheckReport, Coverage, TestResult
 from envs.docker_sandbox import DockerSandbox
 from tests.support.checking import SETTINGS, commit_files, result_of, write_properties

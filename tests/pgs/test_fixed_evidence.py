@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from agent.pgs.evidence import exercised, held_to_evidence, replay_inputs
-from agent.pgs.reviewer import judge
+from agent.pgs.verdict import judge
 from agent.record.check import CheckReport, FailingInput, TestResult
 from tests.support.example_repos import CFGLINE, DEDUPE
 

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from agent.core.trajectory import Trajectory
+from agent.pgs.config import PGSConfig
 from agent.pgs.feedback import failure_input, select_failure
-from agent.pgs.reviewer import PGS, PGSConfig
+from agent.pgs.reviewer import PGS
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
 from agent.record.check import CheckReport

@@ -315,7 +315,7 @@ def test_the_shrink_order_is_an_ablation_key_of_the_ladder_and_the_report() -> N
     from agent.cli.ladder import ROWS, check_config
     from agent.errors import InputError
     from agent.pgs.compare import prediction_fields, setting_key
-    from agent.pgs.reviewer import ablation
+    from agent.pgs.config import ablation
     from agent.record.trajectory import RunRecord
     from agent.run.config import RunConfig
 

@@ -283,7 +283,8 @@ def test_the_rerun_command_is_the_checks_own_pin_included(
     host: tuple[Host, LocalSandbox, CheckSettings], tmp_path: Path
 ) -> None:
     from agent.core.trajectory import Trajectory
-    from agent.pgs.reviewer import PGS, PGSConfig
+    from agent.pgs.config import PGSConfig
+    from agent.pgs.reviewer import PGS
     from agent.pgs.tokens import SimpleCounter
 
     place, box, settings = host

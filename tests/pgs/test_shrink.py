@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from agent.pgs.config import PGSConfig, ablation, shrinks
 from agent.pgs.feedback import select_failure
-from agent.pgs.reviewer import PGSConfig, ablation, shrinks
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.tokens import SimpleCounter
 from agent.record.check import CheckReport

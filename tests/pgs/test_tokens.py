@@ -316,7 +316,7 @@ def test_a_model_name_is_found_in_the_local_hugging_face_cache_never_downloaded(
 def test_a_bad_tokenizer_setting_is_refused() -> None:
     from pydantic import ValidationError
 
-    from agent.pgs.reviewer import PGSConfig
+    from agent.pgs.config import PGSConfig
 
     assert PGSConfig(tokenizer="hf:/models/x/tokenizer.json").tokenizer.startswith("hf:")
     for bad in ("bogus", "hf:", "vllm:foo"):
@@ -342,7 +342,8 @@ def test_an_sglang_server_counts_through_its_tokenize_endpoint() -> None:
 
 def _pgs(tmp_path: Path, counter: Any, status: list[str]) -> Any:
     from agent.core.trajectory import Trajectory
-    from agent.pgs.reviewer import PGS, PGSConfig
+    from agent.pgs.config import PGSConfig
+    from agent.pgs.reviewer import PGS
 
     return PGS(
         PGSConfig(),

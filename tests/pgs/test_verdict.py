@@ -15,8 +15,8 @@ from agent.core.loop import Agent, AgentConfig, RunResult
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
-from agent.pgs.reviewer import judge
 from agent.pgs.validate import drop_contradictions, explicit_examples
+from agent.pgs.verdict import judge
 from agent.record.check import CheckReport, Coverage, TestResult
 from agent.run.outputs import usage
 from envs.local import LocalSandbox, LocalSandboxConfig

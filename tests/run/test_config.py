@@ -17,8 +17,8 @@ from agent.core.prompts import DEFAULT_CONFIG
 from agent.errors import ConfigError
 from agent.models.script_server import ScriptedServer
 from agent.pgs import tester
+from agent.pgs.config import PGSConfig
 from agent.pgs.feedback import render_feedback
-from agent.pgs.reviewer import PGSConfig
 from agent.run.config import load_config
 from tests.support.repos import make_repo
 
