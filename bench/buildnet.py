@@ -32,6 +32,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--image", default="pgs-base:py3.9")
     parser.add_argument("--packages", default="six iniconfig attrs")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run for CI: it ends with its last line; the figures mean nothing",
+    )
     args = parser.parse_args()
     client = docker_client()
     stamp = str(time.time_ns())  # no cache hit: both build for real
@@ -40,6 +45,8 @@ def main() -> None:
         *venv_steps(),
         f"python -m pip install --no-cache-dir -q {args.packages}",
     ]
+    if args.quick:  # the two ways of building, of one step that needs no package index
+        steps = [f"echo {stamp}"]
     layer = Layer(base=args.image, steps=steps, labels=labels(kind="bench"), env=IMAGE_ENV)
 
     with tempfile.TemporaryDirectory() as folder:

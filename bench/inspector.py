@@ -163,7 +163,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--observation-mb", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run for CI: it ends with its last line; the figures mean nothing",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.observation_mb, args.repeat = 10, 0.01, 1
     size = int(args.observation_mb * 1_000_000)
     tmp = Path(tempfile.mkdtemp(prefix="pgs-bench-inspect-"))
     try:

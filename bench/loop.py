@@ -37,7 +37,7 @@ from agent.models.script_server import ScriptedServer
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import ensure_base_image
 from envs.sandbox import CommandResult
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 
 class TimedModel:
@@ -149,7 +149,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--steps", type=int, default=50, help="model steps in the scripted run")
     parser.add_argument("--python", default="3.9", help="base image Python")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run for CI: it ends with its last line; the figures mean nothing",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.steps = 5
 
     image = ensure_base_image(args.python)
     with tempfile.TemporaryDirectory() as tmp, ScriptedServer(script(args.steps)) as server:

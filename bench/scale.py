@@ -103,7 +103,14 @@ def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run for CI: it ends with its last line; the figures mean nothing",
+    )
     options = parser.parse_args()
+    if options.quick:
+        options.rounds = 1
     root = Path(tempfile.mkdtemp(prefix="pgsscale-"))  # short: Ray's socket paths
     head = None
     try:

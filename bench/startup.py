@@ -52,7 +52,14 @@ def start_once(eager: tuple[str, ...]) -> tuple[float, list[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a short run for CI: it ends with its last line; the figures mean nothing",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 1
     start_once(())  # warm the file cache and the bytecode of both kinds
     start_once(LAZY)
     times: dict[str, list[float]] = {"lazy": [], "eager": []}

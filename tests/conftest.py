@@ -22,7 +22,7 @@ from hypothesis import settings
 
 from envs.docker_util import LABEL, PID_LABEL
 from envs.errors import DockerUnavailable
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 IN_CI = os.environ.get("CI") == "true"
 #: Fixtures that need the daemon; a test using any of them (directly or through another
@@ -49,11 +49,36 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: Module fixtures that each cost a whole run, a cluster or a build (test module, fixture): the
+#: tests using one are kept on one pytest-xdist worker (``--dist loadgroup``, .ci/test), so it
+#: is made once, not once per worker that gets one of them.
+SHARED_FIXTURES = {
+    ("test_pgs", "main_run"),
+    ("test_ray", "cluster"),
+    ("test_select", "selected"),
+    ("test_official_images", "pushed"),
+    ("test_official_images", "registry"),
+    ("test_inspect", "demo"),
+    ("test_inspect", "batch_run"),
+    ("test_inspect_tui", "demo_traj"),
+    ("test_images", "six_image"),
+    ("test_buildnet", "probe_repo"),
+    ("test_index_date", "pages"),
+    ("test_prompts_from_config", "run"),
+    ("test_prompts_from_config", "text_run"),
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if DOCKER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        used = set(getattr(item, "fixturenames", ()))
+        if DOCKER_FIXTURES & used:
             item.add_marker(pytest.mark.docker)
+        module = item.nodeid.split("::")[0].rpartition("/")[2].removesuffix(".py")
+        shared = sorted(name for mod, name in SHARED_FIXTURES if mod == module and name in used)
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(f"{module}.{shared[0]}"))
 
 
 # In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw. And

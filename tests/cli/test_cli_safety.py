@@ -1,6 +1,7 @@
 """What ``pgs run`` and ``pgs batch`` do when they are stopped or pointed at old results, as a
 user sees it: real ``pgs`` processes, the scripted model server over HTTP, real git repositories
-and real Docker containers.
+and real Docker containers. A run whose process proves nothing (only what it prints, writes and
+exits with is checked) runs in this process.
 
 - SIGTERM and SIGHUP end a run like Ctrl-C: the ``.traj`` says ``interrupted``, the containers
   are removed by the run's own unwinding, the exit code is 130.
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,9 @@ import pytest
 
 from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
-from tests.repos import make_repo
+from tests.support.inprocess import Ran, run_pgs
+from tests.support.processes import Shown
+from tests.support.repos import make_repo
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import pgs_env, run_argv
 
@@ -38,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PGS = [sys.executable, "-m", "agent.cli"]
 MODEL = "scripted"
 INTERRUPTED = 130
+Capture = pytest.CaptureFixture[str]
 
 BUGGY = {
     "textutil.py": 'def shout(text):\n    """Upper-cased, one "!" after."""\n'
@@ -53,7 +58,6 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
 
 FIX = call("bash", command="sed -i 's/text.lower()/text.upper()/' textutil.py")
 SUBMIT = call("submit")
-SLEEP = call("bash", command="sleep 60")
 
 
 def fixing(request: dict[str, Any]) -> dict[str, Any]:
@@ -71,8 +75,10 @@ def run_args(repo: Path, url: str, *extra: str, issue: str = ISSUE) -> list[str]
     return [*PGS, *run_argv(repo, *extra, url=url, issue=issue)]
 
 
-def pgs(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, cwd=cwd, env=pgs_env(), capture_output=True, text=True, timeout=300)
+def pgs(args: list[str], capfd: Capture, cwd: Path = ROOT) -> Ran:
+    """A run whose process proves nothing (what it prints, writes and exits with): in this
+    process."""
+    return run_pgs(args, capfd, cwd=cwd)
 
 
 def containers_of(client: Any, pid: int) -> list[Any]:
@@ -87,15 +93,23 @@ def only_traj(out: Path) -> dict[str, Any]:
     return data
 
 
+def unique_sleep() -> str:
+    """A ``sleep`` of about a minute that no other process on the machine runs (other test
+    runs may share it): its process is found by its command line."""
+    return f"sleep 60.{uuid.uuid4().int % 10**6:06d}"
+
+
 class Sleeper:
-    """A scripted model whose one command is ``sleep 60``; ``asked`` is set once it answered."""
+    """A scripted model whose one command is :attr:`command`, a :func:`unique_sleep`;
+    ``asked`` is set once it answered."""
 
     def __init__(self) -> None:
         self.asked = threading.Event()
+        self.command = unique_sleep()
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         self.asked.set()
-        return SLEEP
+        return call("bash", command=self.command)
 
 
 @pytest.fixture
@@ -110,6 +124,32 @@ def wait_for(event: threading.Event, proc: subprocess.Popen[Any], seconds: float
     while not event.wait(0.2):
         assert proc.poll() is None, "pgs ended before the model was asked"
         assert time.monotonic() < deadline, "the model was never asked"
+
+
+def processes_running(needle: str) -> list[int]:
+    """Pids of the live processes (zombies aside) whose command line holds ``needle``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if needle in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_running(needle: str, proc: subprocess.Popen[Any], seconds: float) -> None:
+    """Until a process whose command line holds ``needle`` runs (a sandbox's command: Docker's
+    containers are processes of this machine too)."""
+    deadline = time.monotonic() + seconds
+    while not processes_running(needle):
+        assert proc.poll() is None, "pgs ended before its sandbox ran the command"
+        assert time.monotonic() < deadline, f"the sandbox never ran {needle!r}"
+        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------- signals
@@ -131,11 +171,11 @@ def test_sigterm_ends_a_run_like_ctrl_c(
     )
     try:
         wait_for(policy.asked, proc, 240)
-        time.sleep(1.0)  # the container is running `sleep 60`
+        wait_running(policy.command, proc, 240)  # the container runs the sleep
         assert containers_of(docker_client, proc.pid)
         proc.send_signal(signal.SIGTERM)
         # Within the command's own time: the agent's last diff of the sandbox waits behind the
-        # running command in the sandbox's helper, so the run ends when `sleep 60` does.
+        # running command in the sandbox's helper, so the run ends when the sleep does.
         _, stderr = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -179,14 +219,14 @@ def test_closing_the_terminal_ends_a_run_like_ctrl_c(
     reader.start()
     try:
         wait_for(policy.asked, proc, 60)
-        time.sleep(1.0)  # the sandbox is running `sleep 60`
+        wait_running(policy.command, proc, 60)  # the sandbox runs the sleep
         stop.set()
         reader.join()
         # A hang-up: the terminal goes away (the kernel signals the session leader), then the
         # shell sends SIGHUP to the job's process group; pgs gets two.
         os.close(master)
         os.killpg(proc.pid, signal.SIGHUP)
-        code = proc.wait(timeout=30)
+        code = proc.wait(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -196,34 +236,15 @@ def test_closing_the_terminal_ends_a_run_like_ctrl_c(
     assert only_traj(out)["info"]["exit_status"] == "interrupted"
 
 
-#: A command nothing else on the machine runs: its process is found by its command line.
-UNIQUE_SLEEP = "sleep 61.25"
-
-
-def processes_running(needle: str) -> list[int]:
-    """Pids of the live processes (zombies aside) whose command line holds ``needle``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if needle in cmdline and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
 def test_ctrl_c_in_a_terminal_under_the_local_sandbox_prints_no_traceback(
     repo: Path, tmp_path: Path
 ) -> None:
     asked = threading.Event()
+    sleep = unique_sleep()
 
     def sleeping(request: dict[str, Any]) -> dict[str, Any]:
         asked.set()
-        return call("bash", command=UNIQUE_SLEEP)
+        return call("bash", command=sleep)
 
     out = tmp_path / "out"
     with ScriptedServer(sleeping) as server:
@@ -244,14 +265,11 @@ def test_ctrl_c_in_a_terminal_under_the_local_sandbox_prints_no_traceback(
         reader.start()
         try:
             wait_for(asked, proc, 60)
-            deadline = time.monotonic() + 30
-            while not processes_running(UNIQUE_SLEEP):  # the sandbox runs the command
-                assert time.monotonic() < deadline, shown.decode(errors="replace")
-                time.sleep(0.1)
+            wait_running(sleep, proc, 60)  # the sandbox runs the command
             helpers = [p for p in processes_running("pgs_helper.py") if _parent(p) == proc.pid]
             assert helpers, "the local sandbox's helper is not pgs's child"
             os.write(master, b"\x03")  # the terminal's interrupt character: a real Ctrl-C
-            code = proc.wait(timeout=30)
+            code = proc.wait(timeout=120)
             reader.join(10)  # to the end: the terminal has no writer left
         finally:
             stop.set()
@@ -267,7 +285,7 @@ def test_ctrl_c_in_a_terminal_under_the_local_sandbox_prints_no_traceback(
     assert only_traj(out)["info"]["exit_status"] == "interrupted"
     # The helper and the command it ran ended with pgs: none is left on the machine.
     assert not [p for p in helpers if p in processes_running("pgs_helper.py")]
-    assert not processes_running(UNIQUE_SLEEP)
+    assert not processes_running(sleep)
 
 
 def read_all(fd: int, into: bytearray, stop: threading.Event) -> None:
@@ -324,15 +342,17 @@ def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path)
         assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
 
 
-def test_a_reused_output_dir_is_refused_unless_overwrite(repo: Path, tmp_path: Path) -> None:
+def test_a_reused_output_dir_is_refused_unless_overwrite(
+    repo: Path, tmp_path: Path, capfd: Capture
+) -> None:
     out = tmp_path / "out"
     with ScriptedServer(fixing) as server:
         args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        assert pgs(args).returncode == 0
+        assert pgs(args, capfd).returncode == 0
         (traj,) = out.glob("*/*.traj")
         first = traj.read_text()
 
-        again = pgs(args)
+        again = pgs(args, capfd)
         assert again.returncode == 2
         error = again.stderr.strip().splitlines()[-1]
         assert error.startswith(f"pgs: error: {traj.parent} already holds a run of {traj.stem}")
@@ -341,7 +361,7 @@ def test_a_reused_output_dir_is_refused_unless_overwrite(repo: Path, tmp_path: P
         assert traj.read_text() == first  # untouched
         asked = len(server.requests)
 
-        replaced = pgs([*args, "--overwrite"])
+        replaced = pgs([*args, "--overwrite"], capfd)
         assert replaced.returncode == 0, replaced.stderr
         assert len(server.requests) == asked + 2  # it ran again
     assert traj.read_text() != first
@@ -382,7 +402,7 @@ def test_two_runs_of_one_issue_into_one_folder_at_once_one_runs(repo: Path, tmp_
     assert only_traj(out)["info"]["exit_status"] == "submitted"
 
 
-def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path) -> None:
+def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path, capfd: Capture) -> None:
     out = tmp_path / "out"
     asked, gone = threading.Event(), threading.Event()
 
@@ -404,7 +424,7 @@ def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path) -> None
             gone.set()
     with ScriptedServer(fixing) as server:
         args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        done = pgs([*args, "--overwrite"])
+        done = pgs([*args, "--overwrite"], capfd)
     assert done.returncode == 0, done.stderr
     assert only_traj(out)["info"]["exit_status"] == "submitted"
 
@@ -412,10 +432,12 @@ def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path) -> None
 # --------------------------------------------------------------------------- --issue
 
 
-def test_an_issue_path_that_is_no_file_is_one_error(repo: Path, tmp_path: Path) -> None:
+def test_an_issue_path_that_is_no_file_is_one_error(
+    repo: Path, tmp_path: Path, capfd: Capture
+) -> None:
     for issue in ("isue.txt", "docs/ISSUE.md", "./bug"):
         args = run_args(repo, "http://127.0.0.1:9/v1", "--sandbox", "local", issue=issue)
-        done = pgs(args, cwd=tmp_path)
+        done = pgs(args, capfd, cwd=tmp_path)
         assert done.returncode == 2
         assert done.stderr.strip() == (
             f"pgs: error: --issue {issue}: no such file; give an existing file or the issue's text"
@@ -423,12 +445,15 @@ def test_an_issue_path_that_is_no_file_is_one_error(repo: Path, tmp_path: Path) 
     assert not (tmp_path / "trajectories").exists()
 
 
-def test_an_issue_text_with_a_slash_is_the_issue(repo: Path, tmp_path: Path) -> None:
+def test_an_issue_text_with_a_slash_is_the_issue(
+    repo: Path, tmp_path: Path, capfd: Capture
+) -> None:
     issue = "parse_date('2024/02/30') should raise"
     out = tmp_path / "out"
     with ScriptedServer(fixing) as server:
         done = pgs(
-            run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out), issue=issue)
+            run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out), issue=issue),
+            capfd,
         )
         first_prompt = json.dumps(server.requests[0]["messages"])
     assert done.returncode == 0, done.stderr
@@ -465,7 +490,7 @@ def asked_about(server: ScriptedServer, word: str) -> int:
 
 @pytest.mark.docker
 def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
-    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path
+    dataset: Dataset, base_image: str, docker_client: Any, tmp_path: Path, capfd: Capture
 ) -> None:
     out = tmp_path / "run"
     policy = HeldFirst()
@@ -474,12 +499,14 @@ def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
         proc = subprocess.Popen(
             args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
+        shown = Shown(proc)
         try:
             wait_for(policy.asked, proc, 300)  # the first instance is running
             proc.send_signal(signal.SIGTERM)
-            time.sleep(0.5)
+            shown.wait_for("interrupted: no new instance starts", 120)  # the signal is taken
             policy.release.set()
-            output = proc.communicate(timeout=120)[0].decode()
+            proc.wait(timeout=120)
+            output = shown.text()
         finally:
             policy.release.set()
             if proc.poll() is None:
@@ -492,7 +519,7 @@ def test_sigterm_on_a_batch_keeps_finished_predictions_and_the_rerun_resumes(
         assert list(preds) == ["acme__textkit-1"] and preds["acme__textkit-1"]["model_patch"]
         assert not containers_of(docker_client, proc.pid)
 
-        resumed = pgs(args)
+        resumed = pgs(args, capfd)
         assert resumed.returncode == 0, resumed.stderr
         assert "resume: 1 finished instances skipped" in resumed.stderr
         assert asked_about(server, "slugify") == 2  # not asked again: edit and submit, once

@@ -1,15 +1,13 @@
 """``pgs demo`` where there is no Docker: the recorded session replayed in the local sandbox (its
 replies recorded at ``/repo`` and moved to the local copy), the hidden tests run the same way in
 a fresh copy with a verdict that says they were not sealed, a live model's demo graded without
-Docker too, and the default when no daemon answers. The real CLI in a subprocess, DOCKER_HOST
-pointing at nothing (so any use of Docker fails), the scripted server over HTTP for the live
-model."""
+Docker too, and the default when no daemon answers. The real command line (in this process:
+nothing here is about the process), DOCKER_HOST pointing at nothing (so any use of Docker
+fails), the scripted server over HTTP for the live model."""
 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ import pytest
 from agent.cli.demo import EXAMPLES
 from agent.models.script_format import load_script
 from agent.models.script_server import ScriptedServer
-from tests.support.textutil import pgs_env
+from tests.support.inprocess import Ran, run_pgs
 
 NO_DOCKER = "unix:///nonexistent/pgs-demo-has-no-docker.sock"
 PASS_LOCAL = (
@@ -30,19 +28,19 @@ PASS_LOCAL = (
 FIXED = "+    return (ordered[middle - 1] + ordered[middle]) / 2"
 
 
-def demo(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", "demo", "--quiet", *args],
-        cwd=cwd,
-        env=pgs_env(DOCKER_HOST=NO_DOCKER, **env),
-        capture_output=True,
-        text=True,
-        timeout=400,
+Capture = pytest.CaptureFixture[str]
+
+
+def demo(capfd: Capture, cwd: Path, *args: str, **env: str) -> Ran:
+    return run_pgs(
+        ["demo", "--quiet", *args], capfd, cwd=cwd, env={"DOCKER_HOST": NO_DOCKER, **env}
     )
 
 
-def test_the_recorded_demo_runs_in_the_local_sandbox_without_docker(tmp_path: Path) -> None:
-    done = demo(tmp_path, "--sandbox", "local")
+def test_the_recorded_demo_runs_in_the_local_sandbox_without_docker(
+    tmp_path: Path, capfd: Capture
+) -> None:
+    done = demo(capfd, tmp_path, "--sandbox", "local")
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert FIXED in done.stdout  # the recorded fix, written in the local copy, not at /repo
@@ -72,9 +70,10 @@ def live_model() -> Iterator[ScriptedServer]:
 
 
 def test_a_live_model_demo_in_the_local_sandbox_grades_without_docker(
-    tmp_path: Path, live_model: ScriptedServer
+    tmp_path: Path, live_model: ScriptedServer, capfd: Capture
 ) -> None:
     done = demo(
+        capfd,
         tmp_path,
         "--sandbox",
         "local",
@@ -89,11 +88,11 @@ def test_a_live_model_demo_in_the_local_sandbox_grades_without_docker(
 
 
 def test_a_live_model_demo_without_docker_asks_for_the_local_sandbox(
-    tmp_path: Path, live_model: ScriptedServer
+    tmp_path: Path, live_model: ScriptedServer, capfd: Capture
 ) -> None:
     # A live model's commands are not known in advance: no silent fall-back to the host. The
     # model answers (it is checked first, before any sandbox), yet is never asked to work.
-    done = demo(tmp_path, OPENAI_API_KEY="sk-test-scripted", OPENAI_BASE_URL=live_model.url)
+    done = demo(capfd, tmp_path, OPENAI_API_KEY="sk-test-scripted", OPENAI_BASE_URL=live_model.url)
     assert done.returncode == 2, done.stderr
     assert not live_model.requests
     (line,) = done.stderr.strip().splitlines()

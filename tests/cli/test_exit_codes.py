@@ -18,7 +18,7 @@ import pytest
 
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, bash, closed_port, run_argv
 
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py")

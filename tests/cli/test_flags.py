@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from agent.cli import build_parser, main
 from agent.cli.flags import Parser
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import (
     BUGGY,
     ISSUE,

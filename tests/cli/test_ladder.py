@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
+from tests.support.median import BOUNDS, MEDIAN
 
 TESTER_PROMPT = "You are a test engineer"
 PROBE = "The properties already in the folder state these rules"
@@ -35,32 +36,6 @@ PINNED = f"{PROPERTIES}/test_pinned.py::test_median_of_the_issue_example_stays"
 PASSES = f"{PROPERTIES}/test_pinned.py::test_median_of_odd_count_as_issue"
 ISSUE = f"{PROPERTIES}/test_median.py::test_median_of_even_count"
 
-MEDIAN = """\
-import pytest
-from hypothesis import assume, example, given
-from hypothesis import strategies as st
-
-from stats import median
-
-values_lists = st.lists(st.integers(-1000, 1000), min_size=1, max_size=10)
-
-
-@pytest.mark.pgs_issue("for an even count the median is the mean of the two middle sorted values")
-@given(values_lists)
-@example([1, 2, 3, 4])
-def test_median_of_even_count(values):
-    assume(len(values) % 2 == 0)
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    assert median(values) == (ordered[middle - 1] + ordered[middle]) / 2
-
-
-@pytest.mark.pgs_regression("for an odd count the median is the middle sorted value")
-@given(values_lists)
-def test_median_of_odd_count(values):
-    assume(len(values) % 2 == 1)
-    assert median(values) == sorted(values)[len(values) // 2]
-"""
 #: Two properties the filter drops: an issue property that passes on the original code, and a
 #: regression property asserting the old answer on the issue's own example.
 UNSOUND = """\
@@ -83,19 +58,6 @@ def test_median_of_odd_count_as_issue(values):
 @example([1, 2, 3, 4])
 def test_median_of_the_issue_example_stays(values):
     assert median(values) == (3 if values == [1, 2, 3, 4] else values[0])
-"""
-BOUNDS = """\
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from stats import median
-
-
-@pytest.mark.pgs_regression("the median lies between the smallest and the largest value")
-@given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=10))
-def test_median_within_bounds(values):
-    assert min(values) <= median(values) <= max(values)
 """
 
 
@@ -226,9 +188,13 @@ def test_the_ladder_runs_seven_distinct_rows_on_the_bundled_example(
         (selection,) = [r["selection"] for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
         assert selection["result"]["nodeid"] == ISSUE
         fed[row] = values(selection["input"])
-    assert fed["property-min"] == fed["filter"]
-    assert len(fed["property-min"]) == 4 and set(fed["property-min"]) <= {0, 1}
-    assert fed["property"] != fed["property-min"] and max(map(abs, fed["property"])) > 1
+    # Each row draws its own inputs (a random run seed): shrinking from them ends in a minimal
+    # failing list of four 0s and 1s, [0, 0, 1, 0] or [1, 0, 0, 1] (both local minima: neither
+    # shrinks to the other), so the two shrinking rows agree on its form, not always its value.
+    for row in ("property-min", "filter"):
+        assert len(fed[row]) == 4 and set(fed[row]) <= {0, 1}, (row, fed[row])
+        assert fed["property"] != fed[row]
+    assert max(map(abs, fed["property"])) > 1
     assert f"Input: values={fed['property']!r}" in traj("property")["pgs"]["rounds"][0]["feedback"]
     # The command that reruns the property alone shrinks as the row does.
     rerun = {

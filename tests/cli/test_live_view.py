@@ -32,7 +32,7 @@ import yaml
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
 from agent.run.config import load_config
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, bash, call, pgs_env
 
 #: A host secret (its name ends with TOKEN) that the model repeats in a thought and an output.

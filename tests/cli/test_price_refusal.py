@@ -7,8 +7,6 @@ sandbox (Docker is not the point), real git repositories."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +15,10 @@ import pytest
 from agent.cli import main
 from agent.models.prices import cost_map_path
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.inprocess import run_pgs
+from tests.support.repos import make_repo
 from tests.support.swe_dataset import batch_args, make_dataset
-from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
+from tests.support.textutil import BUGGY, SUBMIT, bash, run_argv
 
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py")  # the local sandbox's cwd
 UNPRICED = ("--model", "my-local-model", "--model.prices", "{}")
@@ -39,18 +38,13 @@ def traj_of(out: Path) -> dict[str, Any]:
     return data
 
 
-def test_an_unknown_price_is_refused_before_the_run_starts(repo: Path, tmp_path: Path) -> None:
+def test_an_unknown_price_is_refused_before_the_run_starts(
+    repo: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     with ScriptedServer([FIX, SUBMIT]) as server:
         argv = run_argv(repo, *UNPRICED, "--sandbox", "local", url=server.url)
-        done = subprocess.run(
-            [sys.executable, "-m", "agent.cli", *argv, "--output-dir", str(out)],
-            cwd=tmp_path,
-            env=pgs_env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = run_pgs([*argv, "--output-dir", str(out)], capfd, cwd=tmp_path)
         assert server.requests == []  # no model call
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
@@ -129,19 +123,12 @@ def test_a_batch_with_an_unknown_price_is_refused_before_any_instance(
 
 
 def test_the_demo_with_a_key_and_an_unknown_model_is_refused_before_its_image(
-    tmp_path: Path,
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # With OPENAI_API_KEY the demo calls the real API: an unpriced --model stops it at once
     # (no image built, no call made: the key is never used).
-    env = pgs_env(OPENAI_API_KEY="sk-test-never-sent", DOCKER_HOST="unix:///nonexistent.sock")
-    done = subprocess.run(
-        [sys.executable, "-m", "agent.cli", "demo", "--model", "my-local-model"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"OPENAI_API_KEY": "sk-test-never-sent", "DOCKER_HOST": "unix:///nonexistent.sock"}
+    done = run_pgs(["demo", "--model", "my-local-model"], capfd, cwd=tmp_path, env=env)
     assert done.returncode == 2, done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(PRICE_LINE), line

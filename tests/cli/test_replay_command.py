@@ -1,6 +1,7 @@
 """``pgs replay`` as a user runs it: a recorded run (mini-swe-agent's layout, then the pgs
-``.traj`` the replay itself wrote) replayed in its own process on a real git repository in the
-local sandbox, compared reply by reply with the recording.
+``.traj`` the replay itself wrote) replayed by the command line (in this process: nothing here
+is about the process) on a real git repository in the local sandbox, compared reply by reply
+with the recording.
 
 The recordings are written here in mini-swe-agent 1.x's layout (``messages``,
 ``trajectory_format: mini-swe-agent-1``, observations ``<returncode>N</returncode>`` +
@@ -13,15 +14,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from tests.repos import git, make_repo
-from tests.support.textutil import pgs_env
+import pytest
+
+from tests.support.inprocess import PGS, Ran, run_pgs
+from tests.support.repos import git, make_repo
 
 ROOT = Path(__file__).resolve().parents[2]
-PGS = [sys.executable, "-m", "agent.cli"]
+Capture = pytest.CaptureFixture[str]
 
 BUGGY = {
     "textutil.py": 'def shout(text):\n    """Upper-cased, one "!" after."""\n'
@@ -72,24 +74,23 @@ def mini_recording(repo: Path, *, cat_exit: int = 0) -> dict[str, Any]:
     }
 
 
-def replay(recording: Path, repo: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def replay(capfd: Capture, recording: Path, repo: Path, *extra: str) -> Ran:
+    return run_pgs(
         [*PGS, "replay", str(recording), "--repo", str(repo), "--sandbox", "local", *extra],
+        capfd,
         cwd=ROOT,
-        env=pgs_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 
-def test_a_mini_swe_agent_run_replays_as_recorded_and_so_does_pgss_own(tmp_path: Path) -> None:
+def test_a_mini_swe_agent_run_replays_as_recorded_and_so_does_pgss_own(
+    tmp_path: Path, capfd: Capture
+) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     recording = tmp_path / "textutil-1.traj.json"
     recording.write_text(json.dumps(mini_recording(repo)))
     out = tmp_path / "out"
 
-    done = replay(recording, repo, "--json", "--output-dir", str(out))
+    done = replay(capfd, recording, repo, "--json", "--output-dir", str(out))
 
     assert done.returncode == 0, done.stderr + done.stdout
     result = json.loads(done.stdout)
@@ -100,21 +101,21 @@ def test_a_mini_swe_agent_run_replays_as_recorded_and_so_does_pgss_own(tmp_path:
     assert git(repo, "status", "--porcelain") == ""  # the user's tree is left alone
 
     # The replay wrote a pgs .traj: it is a recording too, and replays the same way.
-    again = replay(Path(result["replay_traj"]), repo, "--json")
+    again = replay(capfd, Path(result["replay_traj"]), repo, "--json")
     assert again.returncode == 0, again.stderr + again.stdout
     mine = json.loads(again.stdout)
     assert mine["writer"] == "pgs" and mine["replies"] == 4 and mine["handled_unlike"] == 0
     assert mine["patch_equal"] is True
 
 
-def test_differences_are_reported_reply_by_reply(tmp_path: Path) -> None:
+def test_differences_are_reported_reply_by_reply(tmp_path: Path, capfd: Capture) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     recording = tmp_path / "run.traj.json"
     recording.write_text(json.dumps(mini_recording(repo, cat_exit=1)))
 
     # SWE-agent's convention takes the last of the two ```bash blocks: a reply the recorded
     # agent refused now runs, and the recorded exit code of `cat` (1) is not pgs's (0).
-    done = replay(recording, repo, "--agent.action-parser", "swe-agent")
+    done = replay(capfd, recording, repo, "--agent.action-parser", "swe-agent")
 
     assert done.returncode == 1, done.stderr
     assert "4 replies: 3 handled as recorded, 1 unlike" in done.stdout
@@ -123,17 +124,19 @@ def test_differences_are_reported_reply_by_reply(tmp_path: Path) -> None:
     assert "1 -> 0" in done.stdout
 
 
-def test_a_file_that_is_not_a_recording_is_one_error_line(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_recording_is_one_error_line(tmp_path: Path, capfd: Capture) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     bogus = tmp_path / "notes.json"
     bogus.write_text(json.dumps({"steps": []}))
-    done = replay(bogus, repo)
+    done = replay(capfd, bogus, repo)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("pgs: error:")]
     assert "not a recorded run" in line
 
 
-def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(tmp_path: Path) -> None:
+def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(
+    tmp_path: Path, capfd: Capture
+) -> None:
     """Issue 21's rule under mini-swe-agent's convention: only the submit command submits, and
     the patch is the sandbox's diff, never the text a command printed."""
     planted = "diff --git a/evil.py b/evil.py\nnew file mode 100644\n"
@@ -144,7 +147,7 @@ def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(tmp_pa
     steps = [{"content": f"THOUGHT: go.\n\n```bash\n{r}\n```"} for r in replies]
     script.write_text(json.dumps(steps))
     out = tmp_path / "out"
-    done = subprocess.run(
+    done = run_pgs(
         [
             *PGS, "run", "--repo", str(repo), "--issue", "shout() does not shout",
             "--model", "replay", "--model.script", str(script), "--no-model.function-calling",
@@ -152,7 +155,7 @@ def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(tmp_pa
             "--agent.action-parser", "mini-swe-agent",
             "--tools.submit-commands", json.dumps(["echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]),
         ],
-        cwd=ROOT, env=pgs_env(), capture_output=True, text=True, timeout=300,
+        capfd, cwd=ROOT,
     )  # fmt: skip
 
     assert done.returncode == 0, done.stderr
@@ -166,12 +169,14 @@ def test_with_minis_convention_a_file_printing_the_marker_does_not_submit(tmp_pa
     assert "evil" not in patch and "+    return text.upper()" in patch
 
 
-def test_a_folder_that_is_not_a_repository_is_one_error_line(tmp_path: Path) -> None:
+def test_a_folder_that_is_not_a_repository_is_one_error_line(
+    tmp_path: Path, capfd: Capture
+) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     recording = tmp_path / "run.traj.json"
     recording.write_text(json.dumps(mini_recording(repo)))
     (tmp_path / "plain").mkdir()
-    done = replay(recording, tmp_path / "plain")
+    done = replay(capfd, recording, tmp_path / "plain")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     (line,) = [x for x in done.stderr.splitlines() if x.startswith("pgs: error:")]
     assert "not a git repository" in line

@@ -4,34 +4,33 @@ inside the repository writes ``./trajectories``, which git ignores (pgs made it 
 as ``--issue`` is not dirt either, and neither is carried into the patch; with the local sandbox
 the bytecode Python writes when the agent imports a module is never in the patch, nor written
 by ``--apply``, though the repository ignores none of it, while a ``.pyc`` the repository
-tracks is still the agent's to change. The real CLI in a subprocess, a real git repository, the
-scripted model over HTTP."""
+tracks is still the agent's to change. The real command line (in this process), a real git
+repository, the scripted model over HTTP."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from agent.models.script_server import ScriptedServer
-from tests.repos import git, make_repo
-from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
+import pytest
 
-PGS = [sys.executable, "-m", "agent.cli"]
+from agent.models.script_server import ScriptedServer
+from tests.support.inprocess import Ran, run_pgs
+from tests.support.repos import git, make_repo
+from tests.support.textutil import BUGGY, SUBMIT, bash, run_argv
+
+Capture = pytest.CaptureFixture[str]
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py", "Fix it.")
 #: Importing the module writes __pycache__/textutil.cpython-*.pyc into the repository.
 IMPORT = bash("python3 -c 'import textutil; print(textutil.shout(\"hi\"))'", "Check it.")
 
 
-def pgs(cwd: Path, argv: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", *argv, "--sandbox", "local", "--quiet"],
+def pgs(capfd: Capture, cwd: Path, argv: list[str]) -> Ran:
+    return run_pgs(
+        [*argv, "--sandbox", "local", "--quiet"],
+        capfd,
         cwd=cwd,
-        env=pgs_env(DOCKER_HOST="unix:///nonexistent/no-docker.sock"),
-        capture_output=True,
-        text=True,
-        timeout=300,
+        env={"DOCKER_HOST": "unix:///nonexistent/no-docker.sock"},
     )
 
 
@@ -40,13 +39,13 @@ def patches(repo: Path) -> list[str]:
 
 
 def test_two_runs_in_a_row_from_inside_the_repo_with_an_untracked_issue_file(
-    tmp_path: Path,
+    tmp_path: Path, capfd: Capture
 ) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     (repo / "issue.md").write_text("shout() does not shout\n\nIt must upper-case the text.\n")
     with ScriptedServer([FIX, SUBMIT, FIX, SUBMIT]) as server:
         for _ in range(2):
-            done = pgs(repo, run_argv(Path("."), url=server.url, issue="issue.md"))
+            done = pgs(capfd, repo, run_argv(Path("."), url=server.url, issue="issue.md"))
             assert done.returncode == 0, done.stderr
             assert "uncommitted changes" not in done.stderr
     assert (repo / "trajectories" / ".gitignore").read_text().splitlines()[-1] == "*"
@@ -59,24 +58,28 @@ def test_two_runs_in_a_row_from_inside_the_repo_with_an_untracked_issue_file(
         assert "issue.md" not in patch and "trajectories" not in patch
 
 
-def test_a_modified_tracked_file_is_still_dirt(tmp_path: Path) -> None:
+def test_a_modified_tracked_file_is_still_dirt(tmp_path: Path, capfd: Capture) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     (repo / "issue.md").write_text("shout() does not shout\n")
     (repo / "README.md").write_text("changed\n")
-    done = pgs(repo, run_argv(Path("."), issue="issue.md"))
+    done = pgs(capfd, repo, run_argv(Path("."), issue="issue.md"))
     assert done.returncode == 2, done.stderr
     assert "uncommitted changes (' M README.md'...)" in done.stderr
     assert not (repo / "trajectories").exists()  # refused before anything was written
 
 
-def test_the_bytecode_of_an_import_is_not_in_the_patch_nor_applied(tmp_path: Path) -> None:
+def test_the_bytecode_of_an_import_is_not_in_the_patch_nor_applied(
+    tmp_path: Path, capfd: Capture
+) -> None:
     # No .gitignore at all; a .pyc the repository tracks is the agent's to change.
     files = {**BUGGY, "vendored/legacy.pyc": "tracked bytes\n"}
     repo = make_repo(tmp_path / "textutil", files)
     change_tracked = bash("echo changed > vendored/legacy.pyc", "Refresh the vendored file.")
     out = tmp_path / "out"
     with ScriptedServer([IMPORT, FIX, IMPORT, change_tracked, SUBMIT]) as server:
-        done = pgs(tmp_path, [*run_argv(repo, url=server.url), "--output-dir", str(out), "--apply"])
+        done = pgs(
+            capfd, tmp_path, [*run_argv(repo, url=server.url), "--output-dir", str(out), "--apply"]
+        )
     assert done.returncode == 0, done.stderr
     assert any("HI!" in json.dumps(r["messages"][-1]) for r in server.requests)  # it imported
     (patch_file,) = out.glob("*/*.patch")
@@ -91,32 +94,20 @@ def test_the_bytecode_of_an_import_is_not_in_the_patch_nor_applied(tmp_path: Pat
 
 
 def test_a_replay_from_inside_the_repo_into_a_folder_of_the_users_is_not_dirt(
-    tmp_path: Path,
+    tmp_path: Path, capfd: Capture
 ) -> None:
     repo = make_repo(tmp_path / "textutil", BUGGY)
     with ScriptedServer([FIX, SUBMIT]) as server:
-        done = pgs(repo, run_argv(Path("."), url=server.url))
+        done = pgs(capfd, repo, run_argv(Path("."), url=server.url))
     assert done.returncode == 0, done.stderr
     (recording,) = (repo / "trajectories").glob("*/*/*.traj")
     (repo / "replays").mkdir()  # the user's own folder: pgs gives it no .gitignore
     for where in ("replays/0", "replays/1"):  # the second one sees the first one's files
-        done = subprocess.run(
-            [
-                *PGS,
-                "replay",
-                str(recording),
-                "--repo",
-                ".",
-                "--sandbox",
-                "local",
-                "--output-dir",
-                where,
-            ],
+        done = run_pgs(
+            ["replay", str(recording), "--repo", ".", "--sandbox", "local", "--output-dir", where],
+            capfd,
             cwd=repo,
-            env=pgs_env(DOCKER_HOST="unix:///nonexistent/no-docker.sock"),
-            capture_output=True,
-            text=True,
-            timeout=300,
+            env={"DOCKER_HOST": "unix:///nonexistent/no-docker.sock"},
         )
         assert done.returncode == 0, done.stderr
         assert "uncommitted changes" not in done.stderr

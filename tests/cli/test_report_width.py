@@ -4,7 +4,8 @@ prints one column per figure whatever the width.
 
 The run folders are the bundled trajectories (``tests/data/*.traj``, each a one-instance batch
 folder) and a three-instance batch folder of hand-made trajectories with costs of several
-digits and a ``pgs eval`` summary, through the real command line (``python -m agent.cli``).
+digits and a ``pgs eval`` summary, through the real command line (in this process; in a
+pseudo-terminal, a process of its own).
 """
 
 from __future__ import annotations
@@ -12,16 +13,16 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.cli.test_live_view import in_terminal
 from tests.pgs.test_compare import make_run, traj, write_eval
+from tests.support.inprocess import run_pgs
 from tests.support.textutil import pgs_env
 
+Capture = pytest.CaptureFixture[str]
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
@@ -47,15 +48,16 @@ def runs(tmp_path: Path) -> list[Path]:
     return [*folders, io]
 
 
-def report(runs: list[Path], *flags: str, columns: int | None) -> tuple[str, dict[str, object]]:
-    env = pgs_env()
-    env.pop("COLUMNS", None)
-    if columns is not None:
-        env["COLUMNS"] = str(columns)
-    argv = [sys.executable, "-m", "agent.cli", "report", *map(str, runs)]
-    done = subprocess.run([*argv, *flags], capture_output=True, text=True, env=env, timeout=120)
+def report(
+    capfd: Capture, runs: list[Path], *flags: str, columns: int | None
+) -> tuple[str, dict[str, object]]:
+    env = {} if columns is None else {"COLUMNS": str(columns)}
+    unset = ["COLUMNS"] if columns is None else []
+    argv = ["report", *map(str, runs)]
+    done = run_pgs([*argv, *flags], capfd, env=env, unset=unset)
     assert done.returncode == 0, done.stderr
-    data = subprocess.run([*argv, "--json"], capture_output=True, text=True, env=env, check=True)
+    data = run_pgs([*argv, "--json"], capfd, env=env, unset=unset)
+    assert data.returncode == 0, data.stderr
     return done.stdout, json.loads(data.stdout)
 
 
@@ -85,9 +87,9 @@ def costs(data: dict[str, object]) -> list[str]:
 
 @pytest.mark.parametrize("columns", [80, 100, 140])
 def test_the_report_fits_the_width_with_every_figure_in_full(
-    runs: list[Path], columns: int
+    runs: list[Path], columns: int, capfd: Capture
 ) -> None:
-    out, data = report(runs, columns=columns)
+    out, data = report(capfd, runs, columns=columns)
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= columns, out
     assert "…" not in out, out
@@ -120,9 +122,11 @@ def test_the_report_fits_the_width_with_every_figure_in_full(
     ]
 
 
-def test_wide_prints_one_column_per_figure_and_a_pipe_is_never_wrapped(runs: list[Path]) -> None:
-    wide, _ = report(runs, "--wide", columns=100)
-    piped, _ = report(runs, columns=None)  # no terminal, no COLUMNS: a log file
+def test_wide_prints_one_column_per_figure_and_a_pipe_is_never_wrapped(
+    runs: list[Path], capfd: Capture
+) -> None:
+    wide, _ = report(capfd, runs, "--wide", columns=100)
+    piped, _ = report(capfd, runs, columns=None)  # no terminal, no COLUMNS: a log file
     for out in (wide, piped):
         header = next(line for line in out.splitlines() if "tests-changed" in line)
         for column in ("mode", "max rounds", "instances", "unchecked", "cost (total / mean)"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.models.script_server import ScriptedServer
 from tests.cli.test_live_view import in_pipe, policy, run_argv
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, pgs_env
 
 WARNING = "counting feedback tokens with the simple regex rule, not the model's tokenizer"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, call, hidden_tests_pass, last_message, run_agent
 
 pytestmark = pytest.mark.docker

@@ -25,7 +25,7 @@ from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
 from envs.docker_util import LABEL, PID_LABEL
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 from tests.support.textutil import (
     BUGGY,
     CHECK,

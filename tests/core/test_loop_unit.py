@@ -23,7 +23,7 @@ from agent.errors import BadRequest
 from agent.models import ModelConfig, ReplayModel, RetryConfig
 from agent.models.script_format import message_tokens
 from envs.local import LocalSandbox
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 ISSUE = "shout() does not shout: `shout('hi')` returns `'hi!'`, it must return `'HI!'`."
 BUGGY = {

@@ -12,7 +12,7 @@ import pytest
 from agent.core.loop import SESSION
 from agent.pgs.runner import CheckSettings, run_pytest
 from envs.local import LocalSandbox
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, FIX, SUBMIT, bash, run_agent
 
 MOVE = "mkdir -p notes && cd notes && export STAGE=carried && greet() { echo hi-$1; }"

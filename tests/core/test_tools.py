@@ -29,8 +29,8 @@ from agent.core.tools import (
 )
 from agent.errors import FormatError, ToolCallError, ToolConfigError, ToolInstallError
 from envs.local import LocalSandbox
-from tests.repos import make_repo
-from tests.tools.toolbox import SANDBOX_KINDS, ToolBox, toolbox
+from tests.support.repos import make_repo
+from tests.support.toolbox import SANDBOX_KINDS, ToolBox, toolbox
 
 #: SWE-agent's tools/search/config.yaml, as that project ships it.
 SWE_AGENT_SEARCH = """\

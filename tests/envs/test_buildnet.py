@@ -24,7 +24,7 @@ from envs.docker_util import labels
 from envs.images import RepoImageSpec, build_repo_image
 from envs.images.buildnet import BuildProxy, Index, build_env, refused
 from envs.images.snapshot import JSON_TYPE
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import cli_error
 
 # -- the proxy, no Docker -----------------------------------------------------------------------

@@ -75,7 +75,7 @@ def test_output_held_open_by_a_leftover_does_not_hold_the_reply(sandbox: Sandbox
     )
     assert result.ok and result.output.startswith("started\n")
     # Today's helper read the leftover's ticks until the command's time limit.
-    assert result.duration < 15, f"the reply waited {result.duration:.0f} s for a leftover"
+    assert not result.timed_out, f"the reply waited {result.duration:.0f} s for a leftover"
     after = sandbox.run("echo next")
     assert after.output == "next\n"
 

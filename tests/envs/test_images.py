@@ -19,7 +19,7 @@ from envs import cli, images
 from envs.docker_util import LABEL, RUN_LABEL, labels
 from envs.errors import DockerUnavailable, EnvError, ImageBuildError, NotAGitRepository
 from envs.images import RepoImageSpec, build_repo_image, detect_dependencies
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 
 # -- no Docker needed ---------------------------------------------------------------------------
 

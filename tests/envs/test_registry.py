@@ -14,7 +14,7 @@ from agent.run.config import RunConfig, dump, load_config
 from envs.docker_sandbox import DockerSandboxConfig
 from envs.local import LocalSandboxConfig
 from envs.registry import SandboxTypeError, config_class, sandbox_config
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.sandboxes import PATH, MarkedConfig, MarkedSandbox
 from tests.support.textutil import BUGGY, SUBMIT, bash, cli_error, run_argv
 

@@ -23,7 +23,7 @@ from envs.errors import (
 )
 from envs.local import LocalSandbox
 from envs.sandbox import Sandbox
-from tests.repos import git
+from tests.support.repos import git
 
 
 @pytest.fixture
@@ -38,11 +38,13 @@ def test_satisfies_protocol(sandbox: Sandbox) -> None:
 
 
 def test_run_reports_output_exit_code_and_duration(sandbox: Sandbox) -> None:
+    start = time.monotonic()
     result = sandbox.run("echo out; echo err >&2; exit 3")
+    took = time.monotonic() - start
     assert result.output == "out\nerr\n"
     assert result.exit_code == 3
     assert not result.timed_out and not result.truncated
-    assert 0 < result.duration < 10
+    assert 0 < result.duration <= took  # the command's own time, in seconds
 
 
 def test_no_shell_state_leaks_between_commands(sandbox: Sandbox) -> None:
@@ -68,7 +70,7 @@ def test_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
     result = sandbox.run("sleep 300 & echo $! > child.pid; echo started; wait", timeout=1)
     assert result.timed_out and not result.ok
     assert "started" in result.output
-    assert time.monotonic() - start < 20
+    assert time.monotonic() - start < 300  # not waited for the child's sleep
     assert not _alive(sandbox, "child.pid")
 
 
@@ -89,14 +91,14 @@ def test_an_interrupt_stops_the_command_and_the_sandbox_answers_at_once(
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     after = sandbox.run("echo answered; ls")
-    assert after.output.startswith("answered\n") and after.duration < 5
+    assert after.output.startswith("answered\n") and after.duration < 60  # not after the sleep
     assert "started.txt" in after.output and "late.txt" not in after.output
     assert "started.txt" in sandbox.diff()
 
 
 def test_background_child_does_not_outlive_its_command(sandbox: Sandbox) -> None:
     result = sandbox.run("sleep 300 & echo $! > child.pid", timeout=10)
-    assert result.ok and result.duration < 5
+    assert result.ok and not result.timed_out  # not waited for the child
     assert not _alive(sandbox, "child.pid")
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +26,8 @@ from agent.github.action import ActionRules, decide, mentions
 from agent.github.client import RetrySettings
 from agent.github.pr import MARKER
 from agent.models.script_server import ScriptedServer
-from tests.github.test_github import BODY, COMMENTS, NUMBER, REPO, TITLE, TOKEN, _git
-from tests.support.github_fake import FakeGitHub
-from tests.support.textutil import BUGGY, MODEL, SUBMIT, bash, closed_port
+from tests.support.github_fake import NUMBER, REPO, TITLE, TOKEN, FakeGitHub, branch_file
+from tests.support.textutil import MODEL, SUBMIT, bash, closed_port
 
 DATA = Path(__file__).parent / "data"
 LABELED = json.loads((DATA / "issues-labeled.json").read_text())
@@ -253,34 +251,16 @@ def summary(tmp_path: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("upstream") / "textutil"
-    work.mkdir()
-    _git(work, "init", "-q", "-b", "main")
-    for name, text in BUGGY.items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_text(text)
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "initial")
-    return work
+def issue_labels() -> tuple[str, ...]:
+    return ("bug", "fix-me")
 
 
 @pytest.fixture
-def bare(upstream: Path, tmp_path: Path) -> Path:
-    path = tmp_path / "github" / "octo" / "textutil.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(upstream), str(path)], check=True)
-    return path
-
-
-@pytest.fixture
-def fake(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    with FakeGitHub(tokens=(TOKEN,)) as server:
-        server.add_repo(REPO, bare)
-        server.add_issue(REPO, NUMBER, TITLE, BODY, labels=("bug", "fix-me"), comments=COMMENTS)
-        monkeypatch.setenv("GITHUB_API_URL", server.api_url)
-        monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-        monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
-        yield server
+def fake(fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> FakeGitHub:
+    """The fake GitHub as a workflow's step sees it: its token and repository set."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("GITHUB_REPOSITORY", REPO)
+    return fake
 
 
 def event(
@@ -332,16 +312,6 @@ def pgs_github(
 
 def writes(fake: FakeGitHub) -> list[str]:
     return [f"{r.method} {r.path}" for r in fake.requests if r.method != "GET"]
-
-
-def branch_file(bare: Path, branch: str, path: str) -> str:
-    done = subprocess.run(
-        ["git", "--git-dir", str(bare), "show", f"{branch}:{path}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 def test_an_issue_labelled_fix_me_gets_a_draft_pull_request(

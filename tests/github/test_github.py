@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,30 +28,30 @@ from agent.github.pr import GitHubConfig, OpenPRHook, github_task
 from agent.models.script_server import ScriptedServer
 from agent.run.config import load_config
 from agent.run.run_task import run_task
-from tests.support.github_fake import FakeGitHub
+from tests.support.github_fake import (
+    BODY,
+    NUMBER,
+    REPO,
+    TITLE,
+    TOKEN,
+    FakeGitHub,
+    branch_file,
+    branches,
+)
 from tests.support.textutil import BUGGY, FIX, MODEL, SUBMIT, VIEW, bash, call, closed_port
 from tests.support.textutil import cli_error as _cli_error
 
-TOKEN = "good-token"
-REPO = "octo/textutil"
-NUMBER = 7
-TITLE = "shout() does not shout"
-BODY = "`shout('hi')` returns `'hi!'`; its docstring says it upper-cases, so `'HI!'`."
-COMMENTS = (("alice", "Same here with `shout('abc')`."), ("bob", "The docstring is right."))
 PGS_YAML = 'image:\n  python: "3.9"\n'
-FIXED_DATE = {
-    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
-    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
-}
 
 
-def _git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, **FIXED_DATE}
-    ident = ["-c", "user.name=pgs", "-c", "user.email=pgs@example.com"]
-    done = subprocess.run(
-        ["git", *ident, *args], cwd=cwd, env=env, check=True, capture_output=True, text=True
-    )
-    return done.stdout
+@pytest.fixture(scope="module")
+def upstream_files() -> dict[str, str]:
+    return {**BUGGY, ".pgs.yaml": PGS_YAML}
+
+
+@pytest.fixture(scope="module")
+def issue_labels() -> tuple[str, ...]:
+    return ("bug", "good first issue")
 
 
 @pytest.fixture(autouse=True)
@@ -62,40 +61,6 @@ def _env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(
         agent.github.client, "RETRY", RetrySettings(attempts=3, min_wait=0.01, max_wait=0.02)
     )
-
-
-@pytest.fixture(scope="session")
-def remote(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The bare repository GitHub would hold: fixed files and dates, so a fixed commit (and a
-    cached repository image)."""
-    work = tmp_path_factory.mktemp("upstream") / "textutil"
-    work.mkdir()
-    _git(work, "init", "-q", "-b", "main")
-    for name, text in {**BUGGY, ".pgs.yaml": PGS_YAML}.items():
-        (work / name).parent.mkdir(parents=True, exist_ok=True)
-        (work / name).write_text(text)
-    _git(work, "add", "-A")
-    _git(work, "commit", "-qm", "initial")
-    return work
-
-
-@pytest.fixture
-def bare(remote: Path, tmp_path: Path) -> Path:
-    """A fresh bare copy per test: pushes of one test do not leak into another."""
-    path = tmp_path / "github" / "octo" / "textutil.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(remote), str(path)], check=True)
-    return path
-
-
-@pytest.fixture
-def fake(bare: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGitHub]:
-    with FakeGitHub(tokens=(TOKEN,)) as server:
-        server.add_repo(REPO, bare)
-        server.add_issue(
-            REPO, NUMBER, TITLE, BODY, labels=("bug", "good first issue"), comments=COMMENTS
-        )
-        monkeypatch.setenv("GITHUB_API_URL", server.api_url)
-        yield server
 
 
 def issue_url(fake: FakeGitHub, number: int = NUMBER, repo: str = REPO) -> str:
@@ -419,25 +384,6 @@ def run_cli(
         requests = server.requests
     captured = capsys.readouterr()
     return code, captured.out, captured.err, requests
-
-
-def branch_file(bare: Path, branch: str, path: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(bare), "show", f"{branch}:{path}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-
-
-def branches(bare: Path) -> list[str]:
-    out = subprocess.run(
-        ["git", "--git-dir", str(bare), "branch", "--format=%(refname:short)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return out.split()
 
 
 @pytest.mark.docker

@@ -15,7 +15,7 @@ from agent.cli import main
 from agent.errors import AuthenticationFailed, ContextWindowExceeded, ServerError
 from agent.models import ModelConfig, RetryConfig, get_model, model_kind
 from agent.models.script_server import ScriptedServer
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, SUBMIT, bash, pgs_env, run_argv
 
 FIX = bash("sed -i 's/text.lower()/text.upper()/' textutil.py")  # the local sandbox's cwd

@@ -16,7 +16,7 @@ from agent.pgs.related import (
 )
 from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     SETTINGS,
     apply_patch,
     commit_files,
@@ -71,9 +71,11 @@ def test_a_cut_is_one_sentence_naming_every_file_left_out_and_why() -> None:
     assert cut_targets(None) == {}
 
 
+#: A test file whose first test outlasts any budget below: it sleeps 30 s, under a per-test time
+#: limit (60 s) that does not stop it first.
 _SLOW = (
     "import time\n\nfrom listutils.core import dedupe\n\n\n"
-    "def test_slow():\n    time.sleep(8)\n    assert dedupe([]) == []\n\n\n"
+    "def test_slow():\n    time.sleep(30)\n    assert dedupe([]) == []\n\n\n"
     "def test_broken_before_any_patch():\n    assert dedupe([1]) == []\n"
 )
 
@@ -85,10 +87,14 @@ def test_a_budget_leaves_out_the_least_related_files_the_same_on_both_sides(
     apply_patch(dedupe, DEDUPE.wrong_patch)
     tests = related_tests(dedupe, changed_files(DEDUPE.wrong_patch))
     assert tests[0] == DEDUPE.related_test and len(tests) == 3  # its own test file first
-    # 6 s: the own test file fits (a container's pytest starts in 1-3 s here); a slow file alone
-    # (8 s) does not, whatever the machine.
-    tight = SETTINGS.model_copy(update={"budget": 6})
     cache = Baseline(tmp_path / "baseline.json")
+    # The own test file ran before (no budget): its time counts against the budget below, and
+    # only the two slow files are left to run. Under a 6 s budget neither can finish, however
+    # fast or loaded the machine (the first is stopped at the budget's end, the second never
+    # starts, or is stopped too), and the own file is kept whatever its run took.
+    own = cache.ensure(dedupe, commit, tests[:1], settings=SETTINGS)
+    assert own.cut is None and own.results
+    tight = SETTINGS.model_copy(update={"budget": 6, "test_timeout": 60})
     baseline = cache.ensure(dedupe, commit, tests, settings=tight)
     assert set(cut_targets(baseline)) == {"tests/test_slow_a.py", "tests/test_slow_b.py"}
     assert baseline.cut and baseline.cut.startswith("budget 6 s: 2 of 3 related test files")

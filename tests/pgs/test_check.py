@@ -14,7 +14,7 @@ from agent.pgs.related import (
 )
 from agent.record.check import CheckReport
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     SETTINGS,
     apply_patch,
     commit_files,

@@ -20,9 +20,7 @@ from agent.cli import main
 from agent.models.script_server import ScriptedServer
 from agent.pgs.compare import prediction_fields
 from agent.pgs.tokens import SimpleCounter
-from tests.support.swe_dataset import Dataset, batch_args, make_dataset
-
-I1 = "acme__textkit-1"
+from tests.support.swe_dataset import I1, Dataset, batch_args, make_dataset
 
 
 def report_json(capsys: pytest.CaptureFixture[str], *dirs: Path) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from agent.pgs.tokens import SimpleCounter
 from agent.pgs.verdict import judge
 from agent.record.check import CheckReport, Coverage, TestResult
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import SETTINGS, commit_files, result_of, write_properties
+from tests.support.checking import SETTINGS, commit_files, result_of, write_properties
 from tests.support.example_repos import DEDUPE
 
 ISSUE = ".pgs/properties/test_issue.py::test_no_repeats"

@@ -17,7 +17,7 @@ from agent.pgs.guard import PropertyGuard
 from agent.pgs.runner import plugin_dir
 from agent.record.pgs import GuardedChange
 from envs.local import LocalSandbox
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 
 PROPS = ".pgs/properties"
 TESTER_FILE = f"{PROPS}/test_rule.py"

@@ -26,7 +26,7 @@ from agent.pgs.validate import (
 )
 from agent.record.check import CheckReport, Contradiction, TestResult
 from envs.local import LocalSandbox, LocalSandboxConfig
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 SETTINGS = CheckSettings(python=sys.executable, test_timeout=20, seed=5, max_examples=30)
 PROPS = ".pgs/properties"

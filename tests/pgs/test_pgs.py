@@ -38,7 +38,7 @@ from agent.run.config import load_config
 from agent.run.outputs import output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
-from tests.pgs.checking import assert_unsound_dropped, without_durations
+from tests.support.checking import assert_unsound_dropped, without_durations
 from tests.support.example_repos import DEDUPE, PROPERTY_DIR, RLE, ExampleRepo
 
 pytestmark = pytest.mark.docker
@@ -47,8 +47,11 @@ MODEL = "scripted"
 TESTER_MODEL = "scripted-tester"
 PRICES = {MODEL: [0.0, 0.0], TESTER_MODEL: [0.0, 0.0]}
 FAST_RETRIES = {"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}
-#: Small Hypothesis runs and a short per-test limit: the hanging candidate costs 3 s.
-CHECK = {"max_examples": 50, "test_timeout": 3}
+#: Small Hypothesis runs, the product's per-test limit (20 s): a limit of a few seconds stopped
+#: sound properties of a loaded machine and changed the reports. The hanging candidate's test
+#: sets a shorter one (HANGS).
+CHECK = {"max_examples": 50, "test_timeout": 20}
+HANGS = {"check": {**CHECK, "test_timeout": 10}}
 #: The run's seed (--pgs.seed): each check draws its own inputs from it, the same on a replay.
 SEED = 1
 TESTER_PROMPT = "You are a test engineer"
@@ -535,7 +538,7 @@ def test_a_hanging_candidate_is_fed_back_as_a_timeout_naming_the_input(
         submit("Fixed the hang."),
     ]
     files = {RLE.property_path(role): RLE.properties[role] for role in SOUND}
-    run = run_session(rle, tmp_path, session(generator, writing_properties(RLE, files)), {})
+    run = run_session(rle, tmp_path, session(generator, writing_properties(RLE, files)), HANGS)
     first = run.pgs["rounds"][0]
     selection = first["selection"]
     assert selection["category"] == "timeout"

@@ -25,7 +25,11 @@ from envs.local import LocalSandbox, LocalSandboxConfig
 #: The search after an explicit example alone: no other failing inputs kept (tests/pgs/
 #: test_inputs.py has those), no pool pass (tests/pgs/test_pool.py has it; it runs each input
 #: again, which these tests count).
-SETTINGS = CheckSettings(python=sys.executable, test_timeout=3, keep_inputs=0, pool=False)
+#: The product's per-test limit (20 s): a shorter one cut searches of a loaded machine.
+SETTINGS = CheckSettings(python=sys.executable, test_timeout=20, keep_inputs=0, pool=False)
+#: A limit the hanging test reaches (it sleeps 60 s): what was left of it after the explicit
+#: example went to the search, not a new one, so the test ends before twice the limit.
+HANG_LIMIT = SETTINGS.model_copy(update={"test_timeout": 10})
 LONG = [3, 1, 3, 2, 5, 6, 7, 8, 9, 10, 11, 12, 13, 3]
 ISSUE = [1, 2, 1]
 
@@ -185,7 +189,7 @@ def test_only_the_explicit_example_failing_or_a_search_cut_by_the_time_limit_kee
     local: Any, tmp_path: Path
 ) -> None:
     calls = tmp_path / "calls.jsonl"
-    report = _run(local, calls, "test_only_explicit", "test_hangs_after")
+    report = _run(local, calls, "test_only_explicit", "test_hangs_after", settings=HANG_LIMIT)
     only, hangs = report.results
     assert (only.category, only.example, len(only.examples)) == (
         "wrong_answer",
@@ -197,7 +201,7 @@ def test_only_the_explicit_example_failing_or_a_search_cut_by_the_time_limit_kee
         "test_hangs_after(xs=[-1])",
         1,
     )
-    assert hangs.duration < SETTINGS.test_timeout + 2  # the search had what was left of it
+    assert hangs.duration < 2 * HANG_LIMIT.test_timeout  # the search had what was left of it
 
 
 @pytest.mark.docker
@@ -380,7 +384,7 @@ def test_an_issue_property_shows_the_bug_by_its_own_check_or_the_repositorys_exc
     tmp_path: Path,
 ) -> None:
     from agent.pgs.validate import kept_reasons, validate_properties
-    from tests.repos import make_repo
+    from tests.support.repos import make_repo
 
     repo = make_repo(tmp_path / "shapes", {"shapes/__init__.py": "", "shapes/core.py": SHAPES})
     path = ".pgs/properties/test_origins.py"

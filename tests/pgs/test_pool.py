@@ -23,7 +23,7 @@ from agent.pgs.tokens import SimpleCounter
 from agent.record.check import DRAWN, CheckReport, TestResult
 from agent.record.pgs import PGSRecord, RoundRecord
 from envs.local import LocalSandbox, LocalSandboxConfig
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 SETTINGS = CheckSettings(python=sys.executable, test_timeout=20, seed=11)
 PATH = ".pgs/properties/test_pool.py"

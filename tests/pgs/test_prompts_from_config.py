@@ -24,6 +24,7 @@ import yaml
 from agent.cli import main, make_example_repo
 from agent.core.prompts import DEFAULT_CONFIG
 from agent.models.script_server import ScriptedServer
+from tests.support.median import BOUNDS, EVEN
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "agent" / "examples" / "median"
 MODEL = "scripted"
@@ -116,38 +117,6 @@ from stats import median
 def test_one_value():
     assert median([5]) == 5
 """
-SOUND = """\
-import pytest
-from hypothesis import assume, example, given
-from hypothesis import strategies as st
-
-from stats import median
-
-values_lists = st.lists(st.integers(-1000, 1000), min_size=1, max_size=10)
-
-
-@pytest.mark.pgs_issue("for an even count the median is the mean of the two middle sorted values")
-@given(values_lists)
-@example([1, 2, 3, 4])
-def test_median_of_even_count(values):
-    assume(len(values) % 2 == 0)
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    assert median(values) == (ordered[middle - 1] + ordered[middle]) / 2
-"""
-BOUNDS = """\
-import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from stats import median
-
-
-@pytest.mark.pgs_regression("the median lies between the smallest and the largest value")
-@given(st.lists(st.integers(-1000, 1000), min_size=1, max_size=10))
-def test_median_within_bounds(values):
-    assert min(values) <= median(values) <= max(values)
-"""
 GENERATOR = [
     {"content": "I will think first."},  # no tool call
     call("no_such_tool", "A tool that does not exist."),
@@ -167,7 +136,7 @@ GENERATOR = [
 TESTER = {
     "first": [bash(write(f"{PROPERTIES}/test_one.py", UNSOUND), "One rule."), call("submit")],
     "retry": [
-        bash(f"rm {PROPERTIES}/test_one.py && {write(f'{PROPERTIES}/test_median.py', SOUND)}"),
+        bash(f"rm {PROPERTIES}/test_one.py && {write(f'{PROPERTIES}/test_median.py', EVEN)}"),
         call("submit"),
     ],
     "probe": [bash(write(f"{PROPERTIES}/test_median_bounds.py", BOUNDS)), call("submit")],

@@ -39,7 +39,7 @@ from agent.record.check import CheckReport, TestResult
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.local import LocalSandbox, LocalSandboxConfig
 from envs.sandbox import Sandbox
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 #: A plugin (or conftest.py) that makes every failing test pass.
 FLIP = """\

@@ -14,11 +14,11 @@ from agent.pgs.related import (
     statement_imports,
 )
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     write_properties,
 )
-from tests.repos import make_repo
 from tests.support.example_repos import DEDUPE, RLE
+from tests.support.repos import make_repo
 
 
 def test_changed_files_lists_modified_new_and_removed_paths() -> None:

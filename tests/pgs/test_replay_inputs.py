@@ -21,7 +21,7 @@ from agent.pgs.runner import CheckSettings, run_pytest
 from agent.pgs.validate import judge_property
 from agent.record.check import CheckReport
 from envs.local import LocalSandbox, LocalSandboxConfig
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 PATH = ".pgs/properties/test_quoted.py"
 NODE = f"{PATH}::test_quoted"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from agent.pgs.runner import run_pytest
 from agent.pgs.validate import kept_reasons, validate_properties
 from envs.docker_sandbox import DockerSandbox
-from tests.pgs.checking import (
+from tests.support.checking import (
     SETTINGS,
     VALIDATED,
     assert_unsound_dropped,

@@ -20,7 +20,7 @@ from agent.pgs.verdict import judge
 from agent.record.check import CheckReport, Coverage, TestResult
 from agent.run.outputs import usage
 from envs.local import LocalSandbox, LocalSandboxConfig
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 ISSUE_ID = ".pgs/properties/test_p.py::test_issue"
 REG_ID = ".pgs/properties/test_p.py::test_regression"

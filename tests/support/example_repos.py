@@ -32,7 +32,7 @@ import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 #: Where the Tester writes properties, inside the repository (a scratch folder, never patched).
 PROPERTY_DIR = ".pgs/properties"

@@ -13,6 +13,10 @@ at it the way it points at GitHub Enterprise):
 - programmable failures (:meth:`FakeGitHub.fail`), and every request is recorded.
 
 Each repository's ``clone_url`` is a local bare git repository, also the push remote.
+
+Also the issue the tests of ``tests/github`` serve (:data:`REPO` #:data:`NUMBER`), a bare copy of
+a repository (:func:`bare_copy`) and what a push left in one (:func:`branch_file`,
+:func:`branches`); the fixtures over them are in ``tests/github/conftest.py``.
 """
 
 from __future__ import annotations
@@ -30,6 +34,41 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 PREFIX = "/api/v3"
+
+#: The issue the fake serves in tests/github: its repository, number, texts, and the token that
+#: may read and write.
+TOKEN = "good-token"
+REPO = "octo/textutil"
+NUMBER = 7
+TITLE = "shout() does not shout"
+BODY = "`shout('hi')` returns `'hi!'`; its docstring says it upper-cases, so `'HI!'`."
+COMMENTS = (("alice", "Same here with `shout('abc')`."), ("bob", "The docstring is right."))
+
+
+def bare_copy(source: Path, dest: Path) -> Path:
+    """A bare clone of ``source`` at ``dest``: what GitHub holds, and where pushes land."""
+    subprocess.run(["git", "clone", "-q", "--bare", str(source), str(dest)], check=True)
+    return dest
+
+
+def branch_file(bare: Path, branch: str, path: str) -> str:
+    """The text of ``path`` on ``branch`` of the bare repository (a pushed branch)."""
+    return subprocess.run(
+        ["git", "--git-dir", str(bare), "show", f"{branch}:{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def branches(bare: Path) -> list[str]:
+    out = subprocess.run(
+        ["git", "--git-dir", str(bare), "branch", "--format=%(refname:short)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return out.split()
 
 
 @dataclass

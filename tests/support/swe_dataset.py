@@ -34,6 +34,8 @@ ENV = {
     "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
 }
 
+#: The ids of the dataset's two instances.
+I1, I2 = "acme__textkit-1", "acme__textkit-2"
 SETUP_PY = (
     "from setuptools import setup\n\nsetup(name='textkit', version='0.1', packages=['textkit'])\n"
 )

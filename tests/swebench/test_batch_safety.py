@@ -28,6 +28,11 @@ from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 from tests.support.textutil import ROOT, closed_port, pgs_env
 
 IDS = [f"acme__textkit-{n}" for n in (1, 2, 3, 4)]
+#: The longest one batch waits for the other (a hang's limit, not an expected time), and the
+#: model's time limit of a batch whose answer waits on the other's: a retried request would
+#: meet itself at the barrier.
+WAIT = 600
+PATIENT = ("--model.timeout", str(WAIT))
 
 
 @pytest.fixture(scope="module")
@@ -153,8 +158,9 @@ def test_two_batches_into_one_folder_at_once_keep_every_prediction(
 ) -> None:
     out = tmp_path / "run"
     # Each batch's instance waits at the model until the other batch's is there too: both
-    # processes hold what they read of preds.json before either writes it.
-    meet = threading.Barrier(2, timeout=120)
+    # processes hold what they read of preds.json before either writes it. However long the
+    # other takes to get there (a loaded machine): the model's answer may wait as long.
+    meet = threading.Barrier(2, timeout=WAIT)
 
     def together(request: dict[str, Any]) -> dict[str, Any]:
         if not any(m["role"] == "assistant" for m in request["messages"]):
@@ -168,7 +174,7 @@ def test_two_batches_into_one_folder_at_once_keep_every_prediction(
                     sys.executable,
                     "-m",
                     "agent.cli",
-                    *local(dataset, server.url, out, "--slice", part, instances=four),
+                    *local(dataset, server.url, out, "--slice", part, *PATIENT, instances=four),
                 ],
                 cwd=ROOT,
                 env=pgs_env(),
@@ -178,7 +184,7 @@ def test_two_batches_into_one_folder_at_once_keep_every_prediction(
             )
             for part in ("0:2", "2:4")
         ]
-        outputs = [proc.communicate(timeout=300) for proc in procs]
+        outputs = [proc.communicate(timeout=2 * WAIT) for proc in procs]
     for proc, (_, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err
     preds = json.loads((out / "preds.json").read_text())
@@ -193,11 +199,11 @@ def test_two_batches_of_the_same_instance_at_once_run_it_once(
     release = threading.Event()
 
     def held(request: dict[str, Any]) -> dict[str, Any]:
-        release.wait(120)  # until the other batch has decided what to do with the instance
+        release.wait(WAIT)  # until the other batch has decided what to do with the instance
         return editing(request)
 
     with ScriptedServer(held) as server:
-        argv = local(dataset, server.url, out, "--slice", "0:1", instances=four)
+        argv = local(dataset, server.url, out, "--slice", "0:1", *PATIENT, instances=four)
         procs = [
             subprocess.Popen(
                 [sys.executable, "-m", "agent.cli", *argv],
@@ -210,13 +216,13 @@ def test_two_batches_of_the_same_instance_at_once_run_it_once(
             for _ in range(2)
         ]
         try:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + WAIT
             while len(server.requests) < 2 and all(p.poll() is None for p in procs):
                 assert time.monotonic() < deadline, "neither batch reached the model"
                 time.sleep(0.05)
         finally:
             release.set()
-        outputs = [proc.communicate(timeout=300) for proc in procs]
+        outputs = [proc.communicate(timeout=2 * WAIT) for proc in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     skipped = [err for _, err in outputs if "another pgs process is running it" in err]
     assert len(skipped) == 1, outputs

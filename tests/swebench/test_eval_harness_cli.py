@@ -18,9 +18,7 @@ from typing import Any
 import pytest
 
 from agent.cli import main
-from tests.support.swe_dataset import Dataset, make_dataset
-
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
+from tests.support.swe_dataset import I1, I2, Dataset, make_dataset
 
 
 @pytest.fixture(scope="module")

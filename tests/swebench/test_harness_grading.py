@@ -16,9 +16,8 @@ import pytest
 
 from agent.swebench.evaluate import _before_setup, _without_leftovers, apply_commands, apply_patch
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
-from tests.support.swe_dataset import ENV, Dataset, eval_summary, make_dataset
+from tests.support.swe_dataset import ENV, I1, I2, Dataset, eval_summary, make_dataset
 
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 # A model's patch made in an image whose setup changed p.toml without committing it (so the
 # setup change is in the diff), evaluated where the setup change is in place: the harness's
 # `git apply` and `--reject` fail on p.toml, and its `patch --batch` (no --forward) takes the

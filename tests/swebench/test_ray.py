@@ -33,9 +33,8 @@ from agent.cli import main
 from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
 from envs.docker_util import LABEL, PID_LABEL, list_containers
-from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
+from tests.support.swe_dataset import I1, I2, Dataset, batch_args, fixing_policy, make_dataset
 from tests.support.textutil import closed_port
-from tests.swebench.test_swebench import I1, I2
 
 ROOT = Path(__file__).resolve().parents[2]
 RAY = Path(sys.executable).with_name("ray")

@@ -25,9 +25,8 @@ import pytest
 
 from agent.swebench import Environments, Instance
 from agent.swebench.images import pull_from_registry, push_to_registry
-from tests.support.swe_dataset import Dataset, make_dataset
+from tests.support.swe_dataset import I1, Dataset, make_dataset
 from tests.swebench import test_official_images
-from tests.swebench.test_swebench import I1
 
 #: The registry on 127.0.0.1:<free port>, shared with the official-image tests.
 registry = test_official_images.registry

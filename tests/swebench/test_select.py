@@ -35,10 +35,9 @@ from typing import Any
 import pytest
 
 from envs.docker_util import LABEL, PID_LABEL, RUN_LABEL
-from tests.support.swe_dataset import Dataset, git, make_dataset
+from tests.support.swe_dataset import I1, I2, Dataset, git, make_dataset
 from tests.support.textutil import ROOT, pgs_env
 
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 PGS = [sys.executable, "-m", "agent.cli"]
 ISSUE = """slugify keeps capitals
 
@@ -368,7 +367,7 @@ def test_a_rerun_reuses_the_instance_and_a_changed_candidate_set_redoes_it(
     assert again.code == 0, again.err
     assert f"[1/1] {I1}: kept from the earlier run" in again.err
     assert again.seen == set()  # not one container
-    assert again.seconds < max(30.0, selected.run.seconds / 3), (again.seconds, again.err)
+    assert again.seconds < selected.run.seconds, (again.seconds, again.err)
     assert (out / "instances" / f"{I1}.json").read_bytes() == kept
     assert json.loads((out / "preds.json").read_text()) == json.loads(
         (selected.out / "preds.json").read_text()

@@ -17,10 +17,9 @@ import pytest
 
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
-from tests.support.swe_dataset import Dataset, batch_args, make_dataset
+from tests.support.swe_dataset import I1, Dataset, batch_args, make_dataset
 
 pytestmark = pytest.mark.docker
-I1 = "acme__textkit-1"
 BUGGY = '"-".join(text.split())'
 EDITS = ['"_".join(text.lower().split())', '"-".join(text.lower().split())']
 

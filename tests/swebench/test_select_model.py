@@ -30,10 +30,9 @@ from agent.record.selection import (
     Source,
 )
 from agent.swebench.selection.rank import choose
-from tests.support.swe_dataset import Dataset, make_dataset
+from tests.support.swe_dataset import I1, Dataset, make_dataset
 from tests.support.textutil import cli_error
 
-I1 = "acme__textkit-1"
 GOLD_LINE = '+    return "-".join(text.lower().split())\n'
 # The example comes out right; any other capital stays.
 OVERFIT_LINE = '+    return "-".join(text.split()).replace("H", "h").replace("W", "w")\n'

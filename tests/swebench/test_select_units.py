@@ -27,8 +27,7 @@ from agent.record.trajectory import RunRecord
 from agent.swebench.selection.candidates import read_candidates, split_patch
 from agent.swebench.selection.probes import MAX_PROBES, extract, normalise
 from agent.swebench.selection.rank import choose
-
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
+from tests.support.swe_dataset import I1, I2
 
 
 def diff(path: str, old: str = "a = 1", new: str = "a = 2") -> str:

@@ -34,7 +34,10 @@ from agent.swebench import (
 from agent.swebench.batch import finished_status
 from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
+from tests.support.processes import Shown
 from tests.support.swe_dataset import (
+    I1,
+    I2,
     Dataset,
     batch_args,
     eval_summary,
@@ -43,7 +46,6 @@ from tests.support.swe_dataset import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-I1, I2 = "acme__textkit-1", "acme__textkit-2"
 WRONG = """diff --git a/textkit/core.py b/textkit/core.py
 --- a/textkit/core.py
 +++ b/textkit/core.py
@@ -284,11 +286,14 @@ def test_total_cost_limit_stops_starting_instances(
 
 
 RELEASE = threading.Event()
+#: Set when the second instance's model is asked (and waits for RELEASE).
+SECOND_ASKED = threading.Event()
 
 
 def slow_second_policy(request: dict[str, Any]) -> dict[str, Any]:
     """The fixing policy, but the second instance's model answers only when released."""
     if "count_words" in json.dumps(request["messages"][:2]):
+        SECOND_ASKED.set()
         RELEASE.wait(60)
     return fixing_policy(request)
 
@@ -300,6 +305,7 @@ def test_killing_a_batch_loses_no_finished_prediction(
 ) -> None:
     out = tmp_path / "run"
     RELEASE.clear()
+    SECOND_ASKED.clear()
     with ScriptedServer(slow_second_policy) as server:
         proc = subprocess.Popen(
             [sys.executable, "-m", "agent.cli", *batch_args(dataset, server.url, out)],
@@ -308,22 +314,24 @@ def test_killing_a_batch_loses_no_finished_prediction(
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
+        shown = Shown(proc)
         try:
             deadline = time.monotonic() + 240
             while time.monotonic() < deadline:
                 preds_path = out / "preds.json"
                 if preds_path.exists() and I1 in json.loads(preds_path.read_text()):
                     break
-                assert proc.poll() is None, proc.communicate()[0].decode()
+                assert proc.poll() is None, shown.text()
                 time.sleep(0.2)
             else:
                 pytest.fail("the first instance never finished")
-            time.sleep(1.0)  # the second instance is now waiting on its model
+            # The second instance is running: its container is up, its model asked.
+            assert SECOND_ASKED.wait(240), shown.text()
             proc.send_signal(sig)
             if sig == signal.SIGINT:  # once: finish the running one; twice: stop now
-                time.sleep(0.5)
+                shown.wait_for("interrupted: no new instance starts", 120)
                 proc.send_signal(sig)
-            proc.wait(timeout=60)
+            proc.wait(timeout=120)
             assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
             if sig == signal.SIGINT:  # the second Ctrl-C removed the running container
                 mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={proc.pid}"]}

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from agent.swebench import Instance, InstanceError, eval_script, instance_spec, load_instances
 from agent.swebench.specs import conda_to_pip, env_steps, environment_yml, swebench_requirements
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 
 RECORDS = Path(__file__).resolve().parents[1] / "data" / "verified-dev.jsonl"
 #: instance -> (Python, how packages come, install, the test command of its eval script)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from agent.core.tools import OutputKind, classify_output, default_bundles_dir
-from tests.repos import make_repo
-from tests.tools.toolbox import SANDBOX_KINDS, ToolBox, toolbox
+from tests.support.repos import make_repo
+from tests.support.toolbox import SANDBOX_KINDS, ToolBox, toolbox
 
 LINES = "".join(f"line {i}\n" for i in range(1, 11))
 

@@ -27,8 +27,8 @@ from agent.errors import ToolCallError, ToolInstallError
 from agent.run.config import TOOL_ENV
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.local import LocalSandbox
-from tests.repos import make_repo
-from tests.tools.toolbox import ToolBox
+from tests.support.repos import make_repo
+from tests.support.toolbox import ToolBox
 
 COMPAT = Path(__file__).parent / "compat"
 FILES = {"notes.txt": "".join(f"line {i}\n" for i in range(1, 9))}

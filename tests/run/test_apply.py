@@ -11,7 +11,7 @@ import pytest
 
 from agent.errors import InputError
 from agent.run.apply import apply_patch, links_outside
-from tests.repos import git, make_repo
+from tests.support.repos import git, make_repo
 
 
 @pytest.fixture

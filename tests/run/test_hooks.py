@@ -17,7 +17,7 @@ from agent.run.config import RunConfig, load_config
 from agent.run.hooks import Hooks, RunHook
 from agent.run.run_task import run_task
 from agent.run.task import Task, check_repo, load_issue
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 from tests.support.textutil import BUGGY, ISSUE, MODEL, SUBMIT, bash
 
 FIX = [bash("echo looking"), bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]

@@ -20,7 +20,7 @@ from agent.pgs import tester
 from agent.pgs.config import PGSConfig
 from agent.pgs.feedback import render_feedback
 from agent.run.config import load_config
-from tests.repos import make_repo
+from tests.support.repos import make_repo
 
 
 def write(path: Path, data: dict[str, object]) -> Path:

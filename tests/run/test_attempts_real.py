@@ -2,7 +2,7 @@
 its ``user:pass@``): the gold patch among two wrong candidates, through ``pgs batch``, its
 instance image and the scripted model. Opt-in, because CI cannot fetch the repository:
 
-    PGS_SWEBENCH_REPOS=/work/data/repos .venv/bin/python -m pytest tests/pgs/test_attempts_real.py
+    PGS_SWEBENCH_REPOS=/work/data/repos .venv/bin/python -m pytest tests/run/test_attempts_real.py
 
 (``PGS_SWEBENCH_REPOS`` holds ``psf__requests``; see tests/swebench/test_swebench_real.py.)
 """

@@ -21,6 +21,7 @@ from agent.pgs.selection import VERDICT_ORDER, choose, evidence
 from agent.record.attempts import AttemptsRecord, Candidate
 from agent.record.check import CheckReport, TestResult
 from agent.record.pgs import Verdict
+from tests.support.median import MEDIAN
 from tests.support.textutil import cli_error
 
 ISSUE_PROP = ".pgs/properties/test_median.py::test_median_of_even_count"
@@ -333,32 +334,6 @@ RIGHT = (
     "    middle = len(ordered) // 2\n    if len(ordered) % 2:\n        return ordered[middle]\n"
     "    return (ordered[middle - 1] + ordered[middle]) / 2\n"
 )
-PROPERTIES = """\
-import pytest
-from hypothesis import assume, example, given
-from hypothesis import strategies as st
-
-from stats import median
-
-values_lists = st.lists(st.integers(-1000, 1000), min_size=1, max_size=10)
-
-
-@pytest.mark.pgs_issue("for an even count, the mean of the two middle values of the sorted list")
-@given(values_lists)
-@example([1, 2, 3, 4])
-def test_median_of_even_count(values):
-    assume(len(values) % 2 == 0)
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    assert median(values) == (ordered[middle - 1] + ordered[middle]) / 2
-
-
-@pytest.mark.pgs_regression("for an odd count, the middle value of the sorted list")
-@given(values_lists)
-def test_median_of_odd_count(values):
-    assume(len(values) % 2 == 1)
-    assert median(values) == sorted(values)[len(values) // 2]
-"""
 
 
 def _generator(new_str: str) -> list[dict[str, Any]]:
@@ -386,7 +361,7 @@ TESTER = [
                 "arguments": {
                     "command": "create",
                     "path": "/repo/.pgs/properties/test_median.py",
-                    "file_text": PROPERTIES,
+                    "file_text": MEDIAN,
                 },
             }
         ],
