@@ -63,6 +63,13 @@ class PGSConfig(BaseModel):
         "filter's public tests: an issue property that fails when the code answers as the "
         "issue states is dropped",
     )
+    drop_failing_everywhere: bool = Field(
+        default=False,
+        description="the filter also drops an issue property that fails on every input its pool "
+        "pass ran on the original code while another kept one holds on some (off by default: "
+        "a property whose strategy covers only the bug's inputs, 'every negative x raises', "
+        "fails everywhere too, and is right)",
+    )
     properties_every_round: bool = Field(
         default=False,
         description="property modes: the Tester adds properties before every round's check "

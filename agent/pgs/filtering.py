@@ -31,7 +31,7 @@ from agent.pgs.validate import (
     validate_properties,
 )
 from agent.record.check import CheckReport, TestResult
-from agent.record.pgs import InputsRecord, PGSRecord, ValidationRecord
+from agent.record.pgs import DroppedProperty, InputsRecord, PGSRecord, ValidationRecord
 from envs.sandbox import Sandbox
 
 #: In the property modes, the issue's examples (the filter's public tests) go into this folder
@@ -185,7 +185,10 @@ class Filtering:
         elif self.config.filter:
             kept, dropped = validate_properties(original, self.problem)
             kept, contradicting = drop_contradictions(kept, original, self.properties or {})
-            kept, everywhere = drop_failing_everywhere(kept, original, self._kept_issue_results())
+            everywhere: list[DroppedProperty] = []
+            if self.config.drop_failing_everywhere:
+                others = self._kept_issue_results()
+                kept, everywhere = drop_failing_everywhere(kept, original, others)
             dropped_records = [*dropped, *contradicting, *everywhere]
             if oracle is not None:
                 kept, stated = drop_contradicting_examples(kept, oracle)

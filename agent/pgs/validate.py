@@ -18,9 +18,11 @@ The issue's examples are also the filter's public tests (the paper checks each p
 against the public tests' known outputs): :func:`drop_contradicting_examples` drops an issue
 property that failed in the oracle run, where every call it made was answered with the output
 the issue states (:mod:`agent.pgs.pgs_pytest_plugin_oracle`). :func:`drop_failing_everywhere`
-drops an issue property that failed on every input its pool pass ran on the original code
-while another kept issue property holds on some: the code is right on most inputs, by that
-one's account, so a rule no input satisfies asserts something the issue does not ask.
+(``pgs.drop_failing_everywhere``, off by default) drops an issue property that failed on every
+input its pool pass ran on the original code while another kept issue property holds on some:
+the code is right on most inputs, by that one's account, so a rule no input satisfies may
+assert more than the issue asks; but a property whose strategy draws only the bug's own inputs
+("every negative x raises") fails everywhere too, and is right.
 """
 
 from __future__ import annotations

@@ -270,6 +270,14 @@ def test_failing_everywhere_drops_only_beside_a_rule_that_holds_somewhere() -> N
     assert drop_failing_everywhere(results_ids(alone), alone) == (results_ids(alone), [])
     # A probe's property is held to the rules kept before it.
     assert drop_failing_everywhere(["p.py::wide"], alone, [narrow])[0] == []
+    # Why it is off by default: a property aimed at the bug's own inputs ("every negative x
+    # raises", DID NOT RAISE on each) fails everywhere too, beside a broader rule that holds
+    # somewhere, and is right; the rule drops it all the same.
+    aimed = result("p.py::negatives_raise", 40, 40, returned="DID NOT RAISE ValueError")
+    beside = CheckReport(results=[aimed, narrow])
+    assert [d.nodeid for d in drop_failing_everywhere(results_ids(beside), beside)[1]] == [
+        "p.py::negatives_raise"
+    ]
 
 
 def test_a_contradiction_recorded_by_the_plugin_reads_back_and_is_the_reason() -> None:

@@ -223,6 +223,7 @@ def run(
 
 
 PAPER = ("--pgs.input-generator", "--pgs.examples-filter", "--pgs.properties-every-round")
+EVERYWHERE = "--pgs.drop-failing-everywhere"
 MIDDLE = f"{PROPS}/test_median.py::test_middle"
 LOWER = f"{PROPS}/test_median.py::test_lower_middle"
 FLOAT = f"{PROPS}/test_median.py::test_a_float"
@@ -234,7 +235,7 @@ EXAMPLE_TEST = f"{PROPS}/examples/test_examples.py::test_the_issue_example"
 def test_the_paper_turns_share_hard_inputs_filter_by_the_issue_and_add_every_round(
     tmp_path: Path,
 ) -> None:
-    requests, traj = run(tmp_path, GENERATOR, *PAPER)
+    requests, traj = run(tmp_path, GENERATOR, *PAPER, EVERYWHERE)
     pgs = traj["pgs"]
     assert [t["why"] for t in pgs["tester_turns"]] == ["inputs", "examples", "first", "round"]
     ablation = pgs["ablation"]
@@ -278,8 +279,9 @@ def test_the_paper_turns_share_hard_inputs_filter_by_the_issue_and_add_every_rou
 
 def test_without_the_settings_the_contradicting_rule_fails_the_right_fix(tmp_path: Path) -> None:
     """The defaults: one Tester turn, no hard inputs (the properties draw their own), no
-    examples. The rule the issue contradicts is kept, as it fails on the original code, and
-    the right fix then fails it: the wrong verdict the examples filter spares."""
+    examples, no rule of failing everywhere. The rule the issue contradicts and the one no
+    input satisfies are kept, as they fail on the original code, and the right fix then fails
+    them: the wrong verdict the examples filter spares."""
     own = PROPERTIES.replace("from pgs_inputs import hard\n", "").replace(
         'hard("median.values", VALUES)', "VALUES"
     )
@@ -289,13 +291,14 @@ def test_without_the_settings_the_contradicting_rule_fails_the_right_fix(tmp_pat
     assert "inputs" not in pgs and "examples" not in pgs
     assert {"inputs", "examples", "every_round"}.isdisjoint(pgs["ablation"])
     validation = pgs["validation"]
-    assert validation["kept"] == [MIDDLE, LOWER, ONE]
-    # Failing on every input is the filter's own rule, with or without the examples.
-    dropped = {d["nodeid"]: d["reason"] for d in validation["dropped"]}
-    assert list(dropped) == [FLOAT] and dropped[FLOAT].startswith("fails on every one of the")
+    assert validation["kept"] == [MIDDLE, LOWER, FLOAT, ONE] and validation["dropped"] == []
+    # The counts the rule of failing everywhere reads are recorded all the same.
+    results = {r["nodeid"]: r for r in validation["report"]["results"]}
+    assert results[FLOAT]["pool_failed"] == results[FLOAT]["pool_ran"] >= 8
+    assert results[MIDDLE]["pool_failed"] < results[MIDDLE]["pool_ran"]
     _, second = pgs["rounds"]
     failing = {r["nodeid"] for r in second["report"]["results"] if r["outcome"] == "failed"}
-    assert failing == {LOWER} and pgs["verdict"] == "failed"
+    assert failing == {LOWER, FLOAT} and pgs["verdict"] == "failed"
 
 
 def test_the_generator_cannot_change_the_hard_inputs_or_the_issue_examples(
