@@ -81,12 +81,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(f"{module}.{shared[0]}"))
 
 
-# In CI, Hypothesis runs derandomised: a red build is reproducible, never a lucky draw. And
-# without its 200 ms deadline per example: on a loaded CI machine a slow example is the
-# machine's, not the code's (a test that checks a deadline sets its own).
-settings.register_profile("ci", derandomize=True, database=None, deadline=None)
-if IN_CI:
-    settings.load_profile("ci")
+# Hypothesis runs without its 200 ms deadline per example: on a loaded machine a slow example
+# is the machine's, not the code's (a test that checks a deadline sets its own). In CI it also
+# runs derandomised: a red build is reproducible, never a lucky draw.
+settings.register_profile("pgs", deadline=None)
+settings.register_profile("ci", parent=settings.get_profile("pgs"), derandomize=True, database=None)
+settings.load_profile("ci" if IN_CI else "pgs")
 
 
 @pytest.fixture(autouse=True)
