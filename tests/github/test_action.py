@@ -19,47 +19,21 @@ from typing import Any
 
 import pytest
 
-import agent.github.client
 from agent.cli import main
-from agent.github.client import RetrySettings
 from agent.github.pr import MARKER
 from agent.models.script_server import ScriptedServer
 from tests.support.github_events import COMMENTED, LABELED, edited
 from tests.support.github_fake import NUMBER, REPO, TITLE, TOKEN, FakeGitHub, branch_file
 from tests.support.textutil import MODEL, SUBMIT, bash, closed_port
 
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.github_actions import _env  # noqa: F401
+
 FIX = [bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]
-ACTIONS_ENV = (
-    "GITHUB_ACTIONS",
-    "GITHUB_EVENT_PATH",
-    "GITHUB_EVENT_NAME",
-    "GITHUB_REPOSITORY",
-    "GITHUB_WORKSPACE",
-    "GITHUB_API_URL",
-    "GITHUB_TOKEN",
-    "GITHUB_SERVER_URL",
-    "GITHUB_RUN_ID",
-    "RUNNER_TEMP",
-    "GITHUB_STEP_SUMMARY",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-)
 
 
 # --------------------------------------------------------------------------- the command
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in ACTIONS_ENV:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(
-        agent.github.client, "RETRY", RetrySettings(attempts=2, min_wait=0.01, max_wait=0.02)
-    )
-    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
-    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
-    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
 
 
 def summary(tmp_path: Path) -> list[str]:

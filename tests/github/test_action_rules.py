@@ -14,6 +14,10 @@ from agent.github.pr import MARKER
 from tests.support.github_events import COMMENTED, LABELED, edited
 from tests.support.github_fake import NUMBER, REPO
 
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.github_actions import _env  # noqa: F401
+
 
 def test_the_documented_payloads_name_the_issue() -> None:
     labeled = decide("issues", LABELED, ActionRules(), environ={})

@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.github_actions import _env  # noqa: F401
+
 WORKFLOW = Path(__file__).parents[2] / "docs" / "github-action.yml"
 
 

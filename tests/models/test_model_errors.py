@@ -25,6 +25,10 @@ from agent.models import ModelConfig, ReplayModel, RetryConfig
 from agent.models.script_server import ScriptedServer
 from tests.support.openai_model import FAST, USER, closed_port, model_for, model_for_url
 
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.openai_model import _clean_env  # noqa: F401
+
 
 def test_429_then_500_then_success_is_one_response_after_three_requests() -> None:
     steps = [{"error": 429, "retry_after": 0}, {"error": 500}, {"content": "done"}]

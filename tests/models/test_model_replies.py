@@ -18,6 +18,10 @@ from agent.models import DEFAULT_PRICES, GlobalStats, ModelConfig, OpenAIModel
 from agent.models.script_server import ScriptedServer
 from tests.support.openai_model import TOOLS, USER, model_for, model_for_url
 
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.openai_model import _clean_env  # noqa: F401
+
 
 def test_text_reply_has_usage_and_cost() -> None:
     with ScriptedServer([{"content": "hello"}]) as server:

@@ -38,12 +38,9 @@ from agent.models import (
 )
 from tests.support.openai_model import USER
 
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        monkeypatch.delenv(var, raising=False)
-
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.openai_model import _clean_env  # noqa: F401
 
 # --------------------------------------------------------------------------- human, factory
 

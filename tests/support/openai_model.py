@@ -1,10 +1,14 @@
 """An ``OpenAIModel`` for the scripted server or a URL (quick retries, known prices), and the
-messages and tools the tests of tests/models send it."""
+messages and tools the tests of tests/models send it; ``_clean_env``, the environment without a
+key or base URL of the developer's (a test module imports the fixture by name: pytest finds it
+there)."""
 
 from __future__ import annotations
 
 import socket
 from typing import Any
+
+import pytest
 
 from agent.models import ModelConfig, OpenAIModel, RetryConfig
 from agent.models.script_server import ScriptedServer
@@ -41,3 +45,9 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
