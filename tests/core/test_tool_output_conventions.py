@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from agent.core.tool_output import OutputKind, Role, classify_output, truncate_observation
+from agent.core.tool_output import (
+    OutputKind,
+    Role,
+    classify_output,
+    truncate_observation,
+)
 from agent.core.tools import Toolset
 
 MINI_SUBMIT = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
