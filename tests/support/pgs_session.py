@@ -36,7 +36,7 @@ PRICES = {MODEL: [0.0, 0.0], TESTER_MODEL: [0.0, 0.0]}
 FAST_RETRIES = {"attempts": 2, "min_wait": 0.01, "max_wait": 0.05}
 #: Small Hypothesis runs, the product's per-test limit (20 s): a limit of a few seconds stopped
 #: sound properties of a loaded machine and changed the reports. The hanging candidate's test
-#: sets a shorter one (HANGS).
+#: sets a shorter one (HANGS, tests/pgs/test_pgs.py).
 CHECK = {"max_examples": 50, "test_timeout": 20}
 
 
