@@ -7,8 +7,7 @@ exits with is checked) runs in this process.
   are removed by the run's own unwinding, the exit code is 130.
 - Ctrl-C in a terminal (a pseudo-terminal's interrupt character) under ``--sandbox local``
   shows no traceback of any process pgs started, and leaves none of them running.
-- Results are never overwritten silently: default folders are unique, a reused ``--output-dir``
-  is refused unless ``--overwrite``.
+- Results are never overwritten silently: test_cli_result_folders.py.
 - ``--issue`` that looks like a path but is no file is one error line.
 """
 
@@ -32,65 +31,28 @@ import pytest
 
 from agent.models.script_server import ScriptedServer
 from envs.docker_util import LABEL, PID_LABEL
-from tests.support.inprocess import Ran, run_pgs
+from tests.support.cli_runs import (
+    MODEL,
+    PGS,
+    ROOT,
+    Capture,
+    call,
+    fixing,
+    only_traj,
+    pgs,
+    run_args,
+    wait_for,
+)
 from tests.support.processes import Shown
-from tests.support.repos import make_repo
 from tests.support.swe_dataset import Dataset, batch_args, fixing_policy, make_dataset
-from tests.support.textutil import pgs_env, run_argv
+from tests.support.textutil import pgs_env
 
-ROOT = Path(__file__).resolve().parents[2]
-PGS = [sys.executable, "-m", "agent.cli"]
-MODEL = "scripted"
 INTERRUPTED = 130
-Capture = pytest.CaptureFixture[str]
-
-BUGGY = {
-    "textutil.py": 'def shout(text):\n    """Upper-cased, one "!" after."""\n'
-    '    return text.lower() + "!"\n',
-    "README.md": "text helpers\n",
-}
-ISSUE = "shout() does not shout: `shout('hi')` returns 'hi!', not 'HI!'."
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"content": "", "tool_calls": [{"name": name, "arguments": arguments}]}
-
-
-FIX = call("bash", command="sed -i 's/text.lower()/text.upper()/' textutil.py")
-SUBMIT = call("submit")
-
-
-def fixing(request: dict[str, Any]) -> dict[str, Any]:
-    """The fix, then submit: stateless, so concurrent runs can share one server."""
-    asked = sum(m["role"] == "assistant" for m in request["messages"])
-    return [FIX, SUBMIT][min(asked, 1)]
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "textutil", BUGGY)
-
-
-def run_args(repo: Path, url: str, *extra: str, issue: str = ISSUE) -> list[str]:
-    return [*PGS, *run_argv(repo, *extra, url=url, issue=issue)]
-
-
-def pgs(args: list[str], capfd: Capture, cwd: Path = ROOT) -> Ran:
-    """A run whose process proves nothing (what it prints, writes and exits with): in this
-    process."""
-    return run_pgs(args, capfd, cwd=cwd)
 
 
 def containers_of(client: Any, pid: int) -> list[Any]:
     mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
     return list(client.containers.list(all=True, filters=mine))
-
-
-def only_traj(out: Path) -> dict[str, Any]:
-    trajs = list(out.glob("*/*.traj"))
-    assert len(trajs) == 1, trajs
-    data: dict[str, Any] = json.loads(trajs[0].read_text())
-    return data
 
 
 def unique_sleep() -> str:
@@ -117,13 +79,6 @@ def sleeper() -> Iterator[tuple[Sleeper, ScriptedServer]]:
     policy = Sleeper()
     with ScriptedServer(policy) as server:
         yield policy, server
-
-
-def wait_for(event: threading.Event, proc: subprocess.Popen[Any], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while not event.wait(0.2):
-        assert proc.poll() is None, "pgs ended before the model was asked"
-        assert time.monotonic() < deadline, "the model was never asked"
 
 
 def processes_running(needle: str) -> list[int]:
@@ -314,119 +269,6 @@ def drain(fd: int, into: bytearray, stop: threading.Event) -> None:
     while not stop.is_set():
         if select.select([fd], [], [], 0.1)[0]:
             into += os.read(fd, 4096)
-
-
-# --------------------------------------------------------------------------- output folders
-
-
-def test_two_runs_started_together_keep_both_results(repo: Path, tmp_path: Path) -> None:
-    with ScriptedServer(fixing) as server:
-        args = run_args(repo, server.url, "--sandbox", "local")
-        procs = [
-            subprocess.Popen(
-                args, cwd=tmp_path, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-            for _ in range(2)
-        ]
-        outputs = [p.communicate(timeout=120) for p in procs]
-    for proc, (_, stderr) in zip(procs, outputs, strict=True):
-        assert proc.returncode == 0, stderr.decode()
-    # Beside them: the .gitignore pgs made with the folder (agent.run.outputs.mark_as_results).
-    folders = sorted(p for p in (tmp_path / "trajectories").iterdir() if p.is_dir())
-    assert len(folders) == 2  # trajectories/<time>-scripted-<random>, one per run
-    for folder in folders:
-        assert folder.name.split("-")[2] == MODEL
-        (run,) = [p for p in folder.iterdir() if p.is_dir()]
-        suffixes = sorted(p.suffix for p in run.iterdir())
-        assert suffixes == [".log", ".patch", ".pred", ".traj", ".yaml"]
-        assert "+    return text.upper()" in (run / f"{run.name}.patch").read_text()
-
-
-def test_a_reused_output_dir_is_refused_unless_overwrite(
-    repo: Path, tmp_path: Path, capfd: Capture
-) -> None:
-    out = tmp_path / "out"
-    with ScriptedServer(fixing) as server:
-        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        assert pgs(args, capfd).returncode == 0
-        (traj,) = out.glob("*/*.traj")
-        first = traj.read_text()
-
-        again = pgs(args, capfd)
-        assert again.returncode == 2
-        error = again.stderr.strip().splitlines()[-1]
-        assert error.startswith(f"pgs: error: {traj.parent} already holds a run of {traj.stem}")
-        assert "--output-dir" in error and "--overwrite" in error
-        assert "Traceback" not in again.stderr
-        assert traj.read_text() == first  # untouched
-        asked = len(server.requests)
-
-        replaced = pgs([*args, "--overwrite"], capfd)
-        assert replaced.returncode == 0, replaced.stderr
-        assert len(server.requests) == asked + 2  # it ran again
-    assert traj.read_text() != first
-    assert json.loads(traj.read_text())["info"]["exit_status"] == "submitted"
-
-
-def test_two_runs_of_one_issue_into_one_folder_at_once_one_runs(repo: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    release = threading.Event()
-
-    def held(request: dict[str, Any]) -> dict[str, Any]:
-        release.wait(120)  # until the test has seen both runs reach the model, or one refused
-        return fixing(request)
-
-    with ScriptedServer(held) as server:
-        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        procs = [
-            subprocess.Popen(
-                args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-            for _ in range(2)
-        ]
-        try:
-            deadline = time.monotonic() + 120
-            while len(server.requests) < 2 and all(p.poll() is None for p in procs):
-                assert time.monotonic() < deadline, "neither run reached the model"
-                time.sleep(0.05)
-        finally:
-            release.set()
-        outputs = [p.communicate(timeout=120) for p in procs]
-    codes = sorted(p.returncode for p in procs)
-    refused = next(e.decode() for p, (_, e) in zip(procs, outputs, strict=True) if p.returncode)
-    assert codes == [0, 2], outputs
-    lines = [line for line in refused.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("pgs: error: another pgs process"), refused
-    assert "is running" in lines[0] and "another --output-dir" in lines[0]
-    assert len(server.requests) == 2  # one run: the fix, then submit
-    assert only_traj(out)["info"]["exit_status"] == "submitted"
-
-
-def test_a_killed_run_leaves_no_claim_behind(repo: Path, tmp_path: Path, capfd: Capture) -> None:
-    out = tmp_path / "out"
-    asked, gone = threading.Event(), threading.Event()
-
-    def stuck(request: dict[str, Any]) -> dict[str, Any]:
-        asked.set()
-        gone.wait(120)  # the run is killed while it waits for the model (no child process)
-        return SUBMIT
-
-    with ScriptedServer(stuck) as server:
-        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        proc = subprocess.Popen(
-            args, cwd=ROOT, env=pgs_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        try:
-            wait_for(asked, proc, 120)  # it holds the claim now
-        finally:
-            proc.kill()
-            proc.communicate()
-            gone.set()
-    with ScriptedServer(fixing) as server:
-        args = run_args(repo, server.url, "--sandbox", "local", "--output-dir", str(out))
-        done = pgs([*args, "--overwrite"], capfd)
-    assert done.returncode == 0, done.stderr
-    assert only_traj(out)["info"]["exit_status"] == "submitted"
 
 
 # --------------------------------------------------------------------------- --issue

@@ -2,62 +2,31 @@
 Docker sandbox (the base image with the repository copied in), real git and real pytest.
 
 Every test looks at what a user sees: the exit status, the ``.patch`` (does it fix the bug?),
-the ``.traj`` / ``.pred`` files, the messages the model received, the CLI's output.
+the ``.traj`` / ``.pred`` files, the messages the model received, the CLI's output. Ctrl-C
+and the API key of a ``pgs run`` process are in test_loop_process.py, the command line's
+refusals and the demo in test_loop_cli.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import threading
-import uuid
 from pathlib import Path
-from typing import Any
 
-import pytest
-
-from agent.cli import main
-from agent.models.script_server import ScriptedServer
-from agent.run.outputs import output_paths
-from agent.run.run_task import run_task
-from agent.run.task import check_repo, load_issue
-from envs.docker_util import LABEL, PID_LABEL
-from tests.support.repos import git, make_repo
 from tests.support.textutil import (
-    BUGGY,
     CHECK,
     FIX,
     FIX_STEPS,
-    ISSUE,
     MODEL,
     SUBMIT,
     bash,
     call,
-    cli_error,
-    closed_port,
-    config_for,
     hidden_tests_pass,
     last_message,
-    pgs_env,
     run_agent,
-    run_argv,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PGS = [sys.executable, "-m", "agent.cli"]
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return make_repo(tmp_path / "textutil", BUGGY)
-
-
-def our_containers(docker_client: Any, pid: int) -> set[str]:
-    filters = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
-    return {c.id for c in docker_client.containers.list(all=True, filters=filters)}
 
 
 # --------------------------------------------------------------------------- fixing a bug
@@ -257,94 +226,6 @@ def test_rate_limit_then_server_error_are_retried_and_the_run_submits(
     assert hidden_tests_pass(repo, run.result.submission, tmp_path / "after")
 
 
-# --------------------------------------------------------------------------- Ctrl-C
-
-
-def test_ctrl_c_leaves_a_valid_traj_and_no_container(
-    repo: Path, base_image: str, tmp_path: Path, docker_client: Any
-) -> None:
-    main_thread = threading.main_thread().ident
-    assert main_thread is not None
-    steps = [FIX, bash("echo looking"), SUBMIT]
-
-    def policy(request: dict[str, Any]) -> dict[str, Any]:
-        asked = sum(m["role"] == "assistant" for m in request["messages"])
-        if asked == 2:  # the third request: the user presses Ctrl-C while the model thinks
-            signal.pthread_kill(main_thread, signal.SIGINT)
-        return steps[asked]
-
-    before = our_containers(docker_client, os.getpid())
-    out = tmp_path / "out"
-    with ScriptedServer(policy) as server:
-        task = load_issue(ISSUE, check_repo(repo, allow_dirty=False))
-        with pytest.raises(KeyboardInterrupt):
-            run_task(task, config_for(server.url, base_image), out)
-
-    traj = json.loads(output_paths(out, task.instance_id)["traj"].read_text())
-    assert traj["info"]["exit_status"] == "interrupted"
-    assert [s["action"].split()[0] for s in traj["trajectory"]] == ["str_replace_editor", "echo"]
-    assert "+    return text.upper()" in traj["info"]["submission"]
-    assert our_containers(docker_client, os.getpid()) == before
-
-
-def pgs_run_args(repo: Path, url: str, image: str, out: Path) -> list[str]:
-    return [
-        *PGS,
-        "run",
-        "--repo",
-        str(repo),
-        "--issue",
-        ISSUE,
-        "--model",
-        MODEL,
-        "--base-url",
-        url,
-        "--image",
-        image,
-        "--model.prices",
-        json.dumps({MODEL: [0, 0]}),
-        "--output-dir",
-        str(out),
-        "--feedback",
-        "none",
-    ]
-
-
-def test_ctrl_c_on_pgs_run_exits_130_with_the_traj_saved(
-    repo: Path, base_image: str, tmp_path: Path, docker_client: Any
-) -> None:
-    process: dict[str, subprocess.Popen[str]] = {}
-    steps = [FIX, bash("echo looking"), SUBMIT]
-
-    def policy(request: dict[str, Any]) -> dict[str, Any]:
-        asked = sum(m["role"] == "assistant" for m in request["messages"])
-        if asked == 2:
-            process["pgs"].send_signal(signal.SIGINT)
-        return steps[asked]
-
-    out = tmp_path / "out"
-    with ScriptedServer(policy) as server:
-        proc = subprocess.Popen(
-            pgs_run_args(repo, server.url, base_image, out),
-            env=pgs_env(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        process["pgs"] = proc
-        _, stderr = proc.communicate(timeout=120)
-
-    assert proc.returncode == 130, stderr
-    assert "pgs: error: interrupted" in stderr
-    assert "Traceback" not in stderr
-    trajs = list(out.glob("*/*.traj"))
-    assert len(trajs) == 1 and str(trajs[0]) in stderr.replace("\n", "")
-    traj = json.loads(trajs[0].read_text())
-    assert traj["info"]["exit_status"] == "interrupted"
-    assert len(traj["trajectory"]) == 2
-    assert not our_containers(docker_client, proc.pid)
-
-
 # --------------------------------------------------------------------------- replay
 
 
@@ -421,164 +302,3 @@ def test_older_observations_are_elided_in_the_prompt_but_kept_in_the_traj(
     assert observations[2:] == ["output-3", "output-4"]
     history = [m["content"] for m in run.traj["history"] if m["role"] == "tool"]
     assert history[:4] == ["output-1", "output-2", "output-3", "output-4"]
-
-
-# --------------------------------------------------------------------------- secrets
-
-
-def test_api_key_never_reaches_the_output_folder_the_terminal_or_the_model(
-    repo: Path, base_image: str, tmp_path: Path
-) -> None:
-    key = f"sk-pgs-test-{uuid.uuid4().hex}"
-    out = tmp_path / "out"
-    script = [bash('env; echo "key=$OPENAI_API_KEY"'), FIX, SUBMIT]
-    with ScriptedServer(script) as server:
-        done = subprocess.run(
-            # -vv: debug logs (the libraries' HTTP requests included) must not show the key
-            [*PGS, "-vv", *pgs_run_args(repo, server.url, base_image, out)[len(PGS) :]],
-            env=pgs_env(OPENAI_API_KEY=key),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        requests = json.dumps(server.requests)
-
-    assert done.returncode == 0, done.stderr
-    assert "+    return text.upper()" in done.stdout
-    assert key not in done.stdout and key not in done.stderr
-    assert key not in requests  # the sandbox does not see the key, so no observation holds it
-    files = [p for p in out.rglob("*") if p.is_file()]
-    # The output folder's .gitignore (``*``, pgs made the folder) is checked for the key too.
-    assert out / ".gitignore" in files
-    suffixes = {p.suffix for p in files if p.name != ".gitignore"}
-    assert suffixes == {".traj", ".patch", ".pred", ".log", ".yaml"}
-    for path in files:
-        assert key not in path.read_text(), path
-
-
-# --------------------------------------------------------------------------- the CLI
-
-
-def test_cli_rejects_a_missing_repo_and_a_folder_without_git(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    line = cli_error(capsys, *run_argv(tmp_path / "nope"))
-    assert "does not exist" in line and "nope" in line
-    (tmp_path / "plain").mkdir()
-    line = cli_error(capsys, *run_argv(tmp_path / "plain"))
-    assert "not a git repository" in line and "git init" in line
-
-
-def test_cli_rejects_an_empty_issue(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    empty = tmp_path / "issue.md"
-    empty.write_text("  \n")
-    argv = run_argv(repo)
-    argv[argv.index("--issue") + 1] = str(empty)
-    assert "is empty" in cli_error(capsys, *argv)
-    argv[argv.index("--issue") + 1] = ""
-    assert "--issue text is empty" in cli_error(capsys, *argv)
-
-
-def test_cli_rejects_bad_config_files_naming_the_field(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = tmp_path / "config.yaml"
-    config.write_text("agent:\n  step_limit: [1,\n")
-    line = cli_error(capsys, *run_argv(repo, "--config", str(config)))
-    assert "not valid YAML at line" in line
-    config.write_text("agent:\n  step_limit: -1\n")
-    assert "agent.step_limit" in cli_error(capsys, *run_argv(repo, "--config", str(config)))
-    config.write_text("agent:\n  step_limmit: 3\n")
-    assert "agent.step_limmit" in cli_error(capsys, *run_argv(repo, "--config", str(config)))
-
-
-def test_cli_rejects_an_unknown_tool_bundle(
-    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    bundles = json.dumps([str(tmp_path / "no-such-bundle")])
-    # The model is never asked (no server at the URL): the bundle is the command's mistake.
-    argv = run_argv(repo, "--tools.bundles", bundles, "--no-model.check-endpoint")
-    line = cli_error(capsys, *argv)
-    assert "no-such-bundle" in line and "no such folder" in line
-
-
-def test_cli_dirty_tree_needs_allow_dirty_and_the_patch_holds_only_the_agent_change(
-    repo: Path, base_image: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (repo / "README.md").write_text("text helpers, edited by the user\n")
-    (repo / "notes.txt").write_text("the user's notes\n")
-    line = cli_error(capsys, *run_argv(repo))
-    assert "uncommitted changes" in line and "--allow-dirty" in line
-
-    out = tmp_path / "out"
-    with ScriptedServer(FIX_STEPS) as server:
-        extra = ["--allow-dirty", "--image", base_image, "--output-dir", str(out)]
-        code = main(run_argv(repo, *extra, url=server.url))
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    patch = next(out.glob("*/*.patch")).read_text()
-    assert patch == captured.out
-    assert "textutil.py" in patch
-    assert "README.md" not in patch and "notes.txt" not in patch
-    # The patch applies on top of the user's tree, which the run left as it was.
-    assert git(repo, "status", "--porcelain").split() == ["M", "README.md", "??", "notes.txt"]
-    subprocess.run(["git", "apply", "--check", "-"], cwd=repo, input=patch, text=True, check=True)
-
-
-def test_cli_unreachable_server_is_one_error_line(
-    repo: Path, base_image: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/v1"
-    argv = run_argv(repo, "--image", base_image, "--output-dir", str(tmp_path / "out"), url=url)
-    line = cli_error(capsys, *argv)  # found before the run: nothing started, nothing written
-    assert f"cannot reach the model's server at {url}" in line and "--base-url" in line
-    assert not (tmp_path / "out").exists()
-
-
-def test_cli_refused_api_key_is_one_error_line(
-    repo: Path, base_image: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    with ScriptedServer([{"error": 401}]) as server:
-        argv = run_argv(
-            repo, "--image", base_image, "--output-dir", str(tmp_path / "out"), url=server.url
-        )
-        line = cli_error(capsys, *argv, code=1)
-    assert "API key was refused" in line and "OPENAI_API_KEY" in line
-
-
-# --------------------------------------------------------------------------- the demo
-
-
-def test_demo_builds_the_repository_image_and_its_patch_passes_the_hidden_tests(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_client: Any
-) -> None:
-    code = main(["demo", "--output-dir", str(tmp_path / "demo")])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    assert (
-        "hidden tests on the patched repository: PASS (sealed: in a fresh container of the "
-        "repository's image, never touched by the agent)"
-    ) in captured.err.splitlines()
-    assert "exit status: submitted" in captured.err
-    assert "+    middle = len(ordered) // 2" in captured.out
-
-
-def test_cli_repository_image_at_another_commit_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], docker_client: Any
-) -> None:
-    from agent.cli import make_example_repo
-    from envs.images import build_repo_image
-
-    repo = make_example_repo(tmp_path / "stats")
-    image = build_repo_image(repo).tag  # the demo's image: cached after the first build
-    make_repo(repo, {"stats.py": (repo / "stats.py").read_text() + "\n# moved on\n"}, "later")
-    with ScriptedServer([]) as server:  # the model answers: the image is what is refused
-        argv = run_argv(
-            repo, "--image", image, "--output-dir", str(tmp_path / "out"), url=server.url
-        )
-        line = cli_error(capsys, *argv)
-        assert not server.requests
-    assert "the image holds a repository at /repo at commit" in line
-    assert "pgs env build" in line

@@ -1,36 +1,21 @@
-"""The bundle loader: validation, OpenAI schemas, tool calls back to commands, sentinels."""
+"""The bundle loader: validation, OpenAI schemas, installing. Tool calls back to commands are in
+test_tool_calls.py, the output sentinels in test_tool_sentinels.py."""
 
 # ruff: noqa: E501  (the SWE-agent configs below are kept as that project writes them)
 
 from __future__ import annotations
 
 import json
-import shlex
-import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
 
-from agent.core.tools import (
-    BASH_TOOL,
-    Bundle,
-    OutputKind,
-    Role,
-    ToolOutput,
-    Toolset,
-    classify_output,
-    default_bundle_paths,
-    default_bundles_dir,
-)
-from agent.errors import FormatError, ToolCallError, ToolConfigError, ToolInstallError
+from agent.core.tools import BASH_TOOL, Bundle, Toolset, default_bundle_paths, default_bundles_dir
+from agent.errors import ToolConfigError, ToolInstallError
 from envs.local import LocalSandbox
+from tests.support.bundles import ECHO_ARGV, arg, make_bundle, tool
 from tests.support.repos import make_repo
-from tests.support.toolbox import SANDBOX_KINDS, ToolBox, toolbox
 
 #: SWE-agent's tools/search/config.yaml, as that project ships it.
 SWE_AGENT_SEARCH = """\
@@ -121,52 +106,6 @@ bundle_dir=$( cd -- "$( dirname -- "${BASH_SOURCE[0]}" )" &> /dev/null && pwd )
 
 export PYTHONPATH="$bundle_dir/lib${PYTHONPATH:+:$PYTHONPATH}"
 """
-
-ECHO_ARGV = """\
-#!/usr/bin/env python3
-import json, sys
-print(json.dumps(sys.argv[1:]))
-"""
-
-ECHO_STDIN = """\
-#!/usr/bin/env python3
-import json, sys
-print(json.dumps({"argv": sys.argv[1:], "stdin": sys.stdin.read()}))
-"""
-
-
-def make_bundle(
-    root: Path, name: str, config: str | dict[str, Any], scripts: dict[str, str] | None = None
-) -> Path:
-    """A bundle folder: config.yaml plus bin/ scripts (default: one that echoes argv as JSON)."""
-    folder = root / name
-    (folder / "bin").mkdir(parents=True)
-    text = config if isinstance(config, str) else yaml.safe_dump(config, sort_keys=False)
-    (folder / "config.yaml").write_text(text)
-    if scripts is None:
-        raw = yaml.safe_load(text)
-        scripts = {tool: ECHO_ARGV for tool in raw.get("tools") or {}}
-    for script, source in scripts.items():
-        target = folder / "bin" / script
-        target.write_text(source)
-        target.chmod(target.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    return folder
-
-
-def tool(name: str, signature: str | None, arguments: list[dict[str, Any]], **extra: Any) -> dict:
-    spec: dict[str, Any] = {"docstring": f"the {name} tool", "arguments": arguments, **extra}
-    if signature is not None:
-        spec["signature"] = signature
-    return {"tools": {name: spec}}
-
-
-def arg(name: str, required: bool = True, type: str = "string", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "type": type, "description": f"the {name}", "required": required, **extra}
-
-
-@pytest.fixture
-def ours() -> Toolset:
-    return Toolset.from_paths()
 
 
 # -- loading and validation -------------------------------------------------------------------
@@ -363,228 +302,3 @@ def test_failing_install_sh_is_reported(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo", {"a.txt": "a\n"})
     with LocalSandbox(repo) as box, pytest.raises(ToolInstallError, match=r"(?s)'bad'.*no network"):
         Toolset.from_paths([folder]).install(box)
-
-
-# -- tool calls to commands -------------------------------------------------------------------
-
-
-def test_absent_optional_arguments_leave_no_gaps(ours: Toolset) -> None:
-    assert ours.to_command("find_file", {"file_name": "x.py"}) == "find_file x.py"
-    assert ours.to_command("submit", {}) == "submit"
-    assert ours.to_command(
-        "str_replace_editor", {"command": "view", "path": "/r", "view_range": None}
-    ) == ("str_replace_editor view /r")
-
-
-def test_bash_tool_passes_the_command_as_is(ours: Toolset) -> None:
-    assert (
-        ours.to_command("bash", {"command": "ls | wc -l && echo $HOME"})
-        == "ls | wc -l && echo $HOME"
-    )
-    assert ours.to_command("bash", '{"command": "pwd"}') == "pwd"  # raw JSON arguments
-
-
-def test_common_model_slips_are_accepted(ours: Toolset) -> None:
-    view = {"command": "view", "path": "/r/a.py", "view_range": "[1, 5]"}
-    assert ours.to_command("str_replace_editor", view).endswith("--view_range 1 5")
-    insert = {"command": "insert", "path": "/r/a.py", "insert_line": "3", "new_str": "x"}
-    assert "--insert_line 3" in ours.to_command("str_replace_editor", insert)
-
-
-@pytest.mark.parametrize(
-    ("name", "arguments", "message"),
-    [
-        ("vim", {}, "Unknown tool 'vim'"),
-        ("find_file", {}, "Required argument `file_name`"),
-        (
-            "find_file",
-            {"file_name": "a", "depth": 2},
-            "Unexpected argument(s) for find_file: depth",
-        ),
-        ("str_replace_editor", {"command": "delete", "path": "/a"}, "must be one of: view"),
-        ("str_replace_editor", {"command": "view", "path": 3}, "must be of type string"),
-        (
-            "str_replace_editor",
-            {"command": "view", "path": "/a", "view_range": [1]},
-            "[start, end]",
-        ),
-        ("str_replace_editor", {"command": "insert", "path": "/a", "insert_line": True}, "integer"),
-        ("find_file", "{not json", "not valid JSON"),
-        ("find_file", ["a"], "must be a JSON object"),
-        ("find_file", {"file_name": "a\0b"}, "NUL"),
-        ("bash", {"command": "  "}, "non-empty"),
-    ],
-)
-def test_bad_calls_raise_a_message_for_the_model(
-    ours: Toolset, name: str, arguments: Any, message: str
-) -> None:
-    with pytest.raises(ToolCallError) as info:
-        ours.to_command(name, arguments)
-    assert message in str(info.value)
-    assert isinstance(info.value, FormatError)
-
-
-END_NAME_TOOL = tool(
-    "write_note",
-    "write_note <title> [<tag>]\n<body>\nend_of_note",
-    [arg("title"), arg("body"), arg("tag", required=False)],
-    end_name="end_of_note",
-)
-
-
-@pytest.fixture(scope="module", params=SANDBOX_KINDS)
-def custom_box(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ToolBox]:
-    root = tmp_path_factory.mktemp("custom")
-    echo = make_bundle(
-        root,
-        "echo",
-        {
-            "tools": {
-                "echo_args": {
-                    "signature": "echo_args <first> [<second>] [<numbers>]",
-                    "docstring": "prints its argv",
-                    "arguments": [
-                        arg("first"),
-                        arg("second", required=False, argument_format="--second={{value}}"),
-                        arg(
-                            "numbers",
-                            False,
-                            "array",
-                            items={"type": "integer"},
-                            argument_format="--numbers {{value|join(' ')}}",
-                        ),
-                    ],
-                }
-            }
-        },
-    )
-    note = make_bundle(root, "note", END_NAME_TOOL, {"write_note": ECHO_STDIN})
-    repo = make_repo(root / "repo", {"a.txt": "a\n"})
-    with toolbox(request.param, repo, request, [echo, note]) as box:
-        yield box
-
-
-def test_end_name_body_reaches_the_script_verbatim(custom_box: ToolBox) -> None:
-    body = 'He said "don\'t" and $HOME `whoami` \\n\n  indented\n\nend_of_note_not_quite'
-    command = custom_box.toolset.to_command(
-        "write_note", {"title": "a title; rm -rf /", "body": body}
-    )
-    assert command.splitlines()[0] == "write_note 'a title; rm -rf /' << 'end_of_note'"
-    got = json.loads(custom_box.sh(command).output)
-    assert got == {"argv": ["a title; rm -rf /"], "stdin": body + "\n"}
-
-
-def test_end_name_line_inside_the_body_is_refused(custom_box: ToolBox) -> None:
-    with pytest.raises(ToolCallError, match="end_of_note"):
-        custom_box.toolset.to_command("write_note", {"title": "t", "body": "a\nend_of_note\nb"})
-
-
-#: Any text a command can carry: no NUL, no lone surrogates (JSON from the API has neither).
-NO_NUL = st.text().map(lambda s: s.replace("\0", ""))
-
-
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    first=NO_NUL, second=st.none() | NO_NUL, numbers=st.none() | st.lists(st.integers(), max_size=3)
-)
-@example(first="-x", second="--second=y", numbers=[-1, 0])
-@example(first="'\"$(echo hi)`id`\\\n\t ", second="", numbers=None)
-def test_arguments_reach_the_script_verbatim(
-    custom_box: ToolBox, first: str, second: str | None, numbers: list[int] | None
-) -> None:
-    command = custom_box.toolset.to_command(
-        "echo_args", {"first": first, "second": second, "numbers": numbers}
-    )
-    expected = [first]
-    if second is not None:
-        expected.append(f"--second={second}")
-    if numbers is not None:
-        expected += ["--numbers", *map(str, numbers)]
-    assert json.loads(custom_box.sh(command).output) == expected
-
-
-@settings(max_examples=300)
-@given(path=NO_NUL, old=NO_NUL, new=NO_NUL)
-def test_editor_commands_split_back_into_their_arguments(path: str, old: str, new: str) -> None:
-    toolset = Toolset.from_paths()
-    command = toolset.to_command(
-        "str_replace_editor",
-        {"command": "str_replace", "path": path, "old_str": old, "new_str": new},
-    )
-    assert shlex.split(command) == [
-        "str_replace_editor",
-        "str_replace",
-        path,
-        "--old_str",
-        old,
-        "--new_str",
-        new,
-    ]
-
-
-# -- output sentinels -------------------------------------------------------------------------
-
-
-def test_the_submission_marker_counts_only_in_a_submit_tools_output() -> None:
-    printed = "note\n<<SWE_AGENT_SUBMISSION>>\ndiff --git a/x b/x\n+1\n<<SWE_AGENT_SUBMISSION>>\n"
-    out = classify_output(printed, Role.SUBMIT)
-    assert (out.kind, out.text) == (OutputKind.SUBMISSION, "note")
-    for role in (Role.COMMAND, Role.TOOL, Role.FORFEIT):  # `cat NOTES.md`: just text
-        assert classify_output(printed, role) == ToolOutput(OutputKind.NORMAL, printed)
-
-
-@pytest.mark.parametrize(
-    ("sentinel", "kind", "role"),
-    [
-        ("###SWE-AGENT-RETRY-WITH-OUTPUT###", OutputKind.RETRY_WITH_OUTPUT, Role.TOOL),
-        ("###SWE-AGENT-RETRY-WITHOUT-OUTPUT###", OutputKind.RETRY_WITHOUT_OUTPUT, Role.SUBMIT),
-        ("###SWE-AGENT-EXIT-FORFEIT###", OutputKind.EXIT_FORFEIT, Role.FORFEIT),
-    ],
-)
-def test_other_sentinels(sentinel: str, kind: OutputKind, role: Role) -> None:
-    out = classify_output(f"{sentinel}\nplease review\n", role)
-    assert out.kind is kind and out.text == "please review"
-    plain = classify_output(f"{sentinel}\nplease review\n", Role.COMMAND)
-    assert plain.kind is OutputKind.NORMAL and sentinel in plain.text
-
-
-def test_forfeit_counts_only_from_a_forfeit_tool() -> None:
-    out = classify_output("###SWE-AGENT-EXIT-FORFEIT###\n", Role.TOOL)
-    assert out.kind is OutputKind.NORMAL
-
-
-def test_a_commands_role_is_the_bundle_tool_it_runs() -> None:
-    toolset = Toolset.from_paths()
-    assert toolset.role("submit") is Role.SUBMIT
-    assert toolset.role("", "submit") is Role.SUBMIT
-    assert toolset.role("cd /repo && submit") is Role.SUBMIT
-    assert toolset.role("cat NOTES.md") is Role.COMMAND
-    assert toolset.role("echo submit; grep -r submit .") is Role.COMMAND
-    assert toolset.role("cat NOTES.md", "bash") is Role.COMMAND
-    assert toolset.role("search_file x y.py", "search_file") is Role.TOOL
-    assert toolset.role("exit_forfeit") is Role.COMMAND  # no such tool in our bundles
-    declared = Toolset.from_paths(submit_tools=["search_file"])
-    assert declared.role("search_file x") is Role.SUBMIT
-    assert declared.role("submit") is Role.TOOL
-
-
-def test_plain_output_is_normal() -> None:
-    out = classify_output("hello\n", Role.SUBMIT)
-    assert out.kind is OutputKind.NORMAL and out.text == "hello\n"
-
-
-# -- the module's surface ---------------------------------------------------------------------
-
-
-def test_the_names_other_code_imports_stay_in_agent_core_tools() -> None:
-    """tools.py re-exports what moved to bundles.py and tool_output.py (issue 14)."""
-    from agent.core import bundles, tool_output, toolenv, tools
-
-    assert tools.Bundle is bundles.Bundle and tools.ToolConfigError is bundles.ToolConfigError
-    assert tools.classify_output is tool_output.classify_output
-    assert tools.ToolInstallError is toolenv.ToolInstallError
-    assert all(hasattr(tools, name) for name in tools.__all__)

@@ -5,243 +5,35 @@ model server and the local sandbox, through the real command line.
 
 An event pgs does not act on, or one from someone who may not ask, is one line and exit code 0
 with nothing asked of GitHub or the model; a broken environment is one ``pgs: error:`` line.
+
+The rules on the payloads alone are in test_action_rules.py, the workflow file users copy in
+test_action_workflow.py.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-import agent.github.client
 from agent.cli import main
-from agent.errors import Skipped
-from agent.github.action import ActionRules, decide, mentions
-from agent.github.client import RetrySettings
 from agent.github.pr import MARKER
 from agent.models.script_server import ScriptedServer
+from tests.support.github_events import COMMENTED, LABELED, edited
 from tests.support.github_fake import NUMBER, REPO, TITLE, TOKEN, FakeGitHub, branch_file
 from tests.support.textutil import MODEL, SUBMIT, bash, closed_port
 
-DATA = Path(__file__).parent / "data"
-LABELED = json.loads((DATA / "issues-labeled.json").read_text())
-COMMENTED = json.loads((DATA / "issue_comment-created.json").read_text())
+# isort: split
+# A fixture: pytest finds it by its name in this module.
+from tests.support.github_actions import _env  # noqa: F401
+
 FIX = [bash("sed -i 's/text.lower()/text.upper()/' textutil.py"), SUBMIT]
-ACTIONS_ENV = (
-    "GITHUB_ACTIONS",
-    "GITHUB_EVENT_PATH",
-    "GITHUB_EVENT_NAME",
-    "GITHUB_REPOSITORY",
-    "GITHUB_WORKSPACE",
-    "GITHUB_API_URL",
-    "GITHUB_TOKEN",
-    "GITHUB_SERVER_URL",
-    "GITHUB_RUN_ID",
-    "RUNNER_TEMP",
-    "GITHUB_STEP_SUMMARY",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-)
-
-
-def edited(payload: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    """A copy of ``payload`` with ``changes`` at paths joined by ``__``
-    (``comment__author_association="NONE"``)."""
-    out = copy.deepcopy(payload)
-    for path, value in changes.items():
-        *parents, last = path.split("__")
-        node = out
-        for key in parents:
-            node = node[key]
-        node[last] = value
-    return out
-
-
-# --------------------------------------------------------------------------- the rules
-
-
-def test_the_documented_payloads_name_the_issue() -> None:
-    labeled = decide("issues", LABELED, ActionRules(), environ={})
-    assert (labeled.ref.full_name, labeled.ref.number) == (REPO, NUMBER)
-    assert labeled.reason == "the label 'fix-me' added by @maintainer"
-    commented = decide("issue_comment", COMMENTED, ActionRules(), environ={})
-    assert commented.ref == labeled.ref
-    assert commented.reason == "@pgs-agent in a comment by @maintainer (COLLABORATOR)"
-
-
-SKIPPED = {
-    "another label": (
-        "issues",
-        edited(LABELED, label__name="bug"),
-        "the label added is 'bug', not 'fix-me' (--label)",
-    ),
-    "opened": ("issues", edited(LABELED, action="opened"), "the issue was opened, not labeled"),
-    "unlabeled": ("issues", edited(LABELED, action="unlabeled"), "was unlabeled, not labeled"),
-    "label from the template of an outsider's issue": (
-        "issues",
-        edited(LABELED, sender__login="reporter"),
-        "came with the issue from its author @reporter, who is NONE",
-    ),
-    "closed issue": ("issues", edited(LABELED, issue__state="closed"), "octo/textutil#7 is closed"),
-    "edited comment": (
-        "issue_comment",
-        edited(COMMENTED, action="edited"),
-        "the comment was edited, not created",
-    ),
-    "comment on a pull request": (
-        "issue_comment",
-        edited(COMMENTED, issue__pull_request={"url": "https://api.github.com/..."}),
-        "octo/textutil#7 is a pull request: pgs github works on issues",
-    ),
-    "bot": (
-        "issue_comment",
-        edited(COMMENTED, comment__user={"login": "github-actions[bot]", "type": "Bot"}),
-        "the comment is by the bot @github-actions[bot]",
-    ),
-    "pgs's own comment posted with a personal token": (
-        "issue_comment",
-        edited(COMMENTED, comment__body=f"{MARKER}\npgs-agent proposes: @pgs-agent"),
-        "the comment is pgs-agent's own",
-    ),
-    "no trigger": (
-        "issue_comment",
-        edited(COMMENTED, comment__body="Confirmed, thanks."),
-        "the comment does not mention @pgs-agent (--trigger)",
-    ),
-    "trigger only quoted": (
-        "issue_comment",
-        edited(COMMENTED, comment__body="> @pgs-agent please fix this.\n\nNo, wait."),
-        "does not mention @pgs-agent",
-    ),
-    "outsider": (
-        "issue_comment",
-        edited(COMMENTED, comment__author_association="NONE"),
-        "@maintainer is NONE on octo/textutil, not an owner, member or collaborator",
-    ),
-    "first-time contributor": (
-        "issue_comment",
-        edited(COMMENTED, comment__author_association="FIRST_TIME_CONTRIBUTOR"),
-        "is FIRST_TIME_CONTRIBUTOR on octo/textutil",
-    ),
-    "contributor": (
-        "issue_comment",
-        edited(COMMENTED, comment__author_association="CONTRIBUTOR"),
-        "is CONTRIBUTOR on octo/textutil",
-    ),
-    "push": ("push", {"ref": "refs/heads/main"}, "the event is 'push': pgs github acts on"),
-    "a labelled pull request": (
-        "pull_request",
-        edited(LABELED, action="labeled"),
-        "the event is 'pull_request'",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", list(SKIPPED))
-def test_events_pgs_does_not_act_on_say_why(case: str) -> None:
-    name, payload, why = SKIPPED[case]
-    with pytest.raises(Skipped) as skipped:
-        decide(name, payload, ActionRules(), environ={})
-    assert why in str(skipped.value)
-
-
-def test_allow_anyone_and_other_words_change_who_and_what_starts_a_run() -> None:
-    outsider = edited(COMMENTED, comment__author_association="NONE")
-    assert decide("issue_comment", outsider, ActionRules(allow_anyone=True), environ={})
-    template = edited(LABELED, sender__login="reporter")
-    assert decide("issues", template, ActionRules(allow_anyone=True), environ={})
-    # An owner who labels their own issue is trusted.
-    own = edited(LABELED, sender__login="reporter", issue__author_association="OWNER")
-    assert decide("issues", own, ActionRules(), environ={})
-    rules = ActionRules(label="AI Fix", trigger="/fix")
-    assert decide("issues", edited(LABELED, label__name="ai fix"), rules, environ={})
-    assert decide("issue_comment", edited(COMMENTED, comment__body="/fix"), rules, environ={})
-    with pytest.raises(Skipped, match="not 'AI Fix'"):
-        decide("issues", LABELED, rules, environ={})
-    # Bots stay ignored with --allow-anyone.
-    bot = edited(COMMENTED, comment__user={"login": "dependabot[bot]", "type": "Bot"})
-    with pytest.raises(Skipped, match="by the bot"):
-        decide("issue_comment", bot, ActionRules(allow_anyone=True), environ={})
-
-
-def test_a_run_by_hand_names_the_issue_in_its_input() -> None:
-    dispatch = {
-        "inputs": {"issue": "7"},
-        "ref": "refs/heads/main",
-        "repository": LABELED["repository"],
-        "sender": LABELED["sender"],
-        "workflow": ".github/workflows/pgs-agent.yml",
-    }
-    trigger = decide("workflow_dispatch", dispatch, ActionRules(), environ={})
-    assert (trigger.ref.full_name, trigger.ref.number) == (REPO, 7)
-    assert trigger.reason == "run by hand by @maintainer"
-    from agent.errors import InputError
-
-    for bad in ("", "seven", "0", None):
-        with pytest.raises(InputError, match="give the number of the issue to fix"):
-            decide("workflow_dispatch", edited(dispatch, inputs__issue=bad), ActionRules(), {})
-
-
-def test_an_event_of_another_repository_is_refused() -> None:
-    from agent.errors import InputError
-
-    with pytest.raises(InputError, match="about octo/textutil but the workflow runs in me/other"):
-        decide("issues", LABELED, ActionRules(), environ={"GITHUB_REPOSITORY": "me/other"})
-    with pytest.raises(InputError, match="no 'label' object"):
-        decide("issues", {"action": "labeled"}, ActionRules(), environ={})
-
-
-words = st.text(alphabet="abc xyz.,!?\n", max_size=20)
-
-
-@given(before=words, after=words)
-def test_the_trigger_counts_as_a_word_of_the_text_only(before: str, after: str) -> None:
-    trigger = "@pgs-agent"
-    sep_before = "" if not before or before[-1] in " \n" else " "
-    sep_after = "" if not after or after[0] in " \n.,!?" else " "
-    assert mentions(f"{before}{sep_before}{trigger}{sep_after}{after}", trigger)
-    assert mentions(f"{before}{sep_before}@PGS-Agent{sep_after}{after}", trigger)
-    for hidden in (
-        f"{before}`{trigger}`{after}",
-        f"{before}\n```\n{trigger}\n```\n{after}",
-        f"{before}\n> {trigger}\n",
-        f"{before}<!-- {trigger} -->{after}",
-        f"{before} {trigger}-dev {after}",
-        f"{before} x{trigger} {after}",
-    ):
-        assert not mentions(hidden, trigger), hidden
-
-
-def test_the_trigger_in_code_or_a_longer_name_does_not_count() -> None:
-    assert mentions("@pgs-agent fix it", "@pgs-agent")
-    assert mentions("Please, @pgs-agent.", "@pgs-agent")
-    assert not mentions("run `@pgs-agent` to fix", "@pgs-agent")
-    assert not mentions("```\n@pgs-agent\n```", "@pgs-agent")
-    assert not mentions("cc @pgs-agent-dev", "@pgs-agent")
-    assert not mentions("mail me@pgs-agent", "@pgs-agent")
-    assert not mentions("> @pgs-agent fix\n\nthanks", "@pgs-agent")
 
 
 # --------------------------------------------------------------------------- the command
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in ACTIONS_ENV:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(
-        agent.github.client, "RETRY", RetrySettings(attempts=2, min_wait=0.01, max_wait=0.02)
-    )
-    monkeypatch.setenv("RUNNER_TEMP", str(tmp_path / "runner-temp"))
-    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
-    monkeypatch.setenv("GITHUB_RUN_ID", "4242")
-    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
 
 
 def summary(tmp_path: Path) -> list[str]:
@@ -586,124 +378,3 @@ def test_a_broken_environment_is_one_error_line(
     assert "pgs-agent could not start on this issue: no pull request or comment" in comment["body"]
     assert fake.pulls == []
     assert not (tmp_path / "runner-temp" / "pgs" / "octo__textutil-7").exists()
-
-
-# --------------------------------------------------------------------------- the workflow file
-
-
-WORKFLOW = Path(__file__).parents[2] / "docs" / "github-action.yml"
-
-
-def step_argv(command: str, env: dict[str, str]) -> list[str]:
-    """The argv a workflow step's ``run:`` line gives its program, as bash expands it."""
-    done = subprocess.run(
-        ["bash", "-c", f"set -- {command}; printf '%s\\0' \"$@\""],
-        env={"PATH": "/usr/bin:/bin", **env},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.split("\0")[:-1]
-
-
-@pytest.mark.parametrize("base_url", ["", "http://llm.internal/v1"])
-def test_the_workflow_users_copy_runs_pgs_github_as_documented(base_url: str) -> None:
-    import yaml
-
-    from agent.cli import build_parser
-    from agent.cli.github import cmd_github
-
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    on = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert on["issues"] == {"types": ["labeled"]}
-    assert on["issue_comment"] == {"types": ["created"]}
-    assert on["workflow_dispatch"]["inputs"]["issue"]["required"] is True
-    assert workflow["permissions"] == {
-        "contents": "write",
-        "pull-requests": "write",
-        "issues": "write",
-    }
-    job = workflow["jobs"]["fix"]
-    steps = {step.get("name", step.get("uses")): step for step in job["steps"]}
-    checkout = steps["actions/checkout@v4"]["with"]
-    assert checkout["persist-credentials"] is False
-    step = steps["pgs github"]
-    assert step["env"]["GITHUB_TOKEN"] == "${{ secrets.GITHUB_TOKEN }}"
-    assert "${{" not in step["run"]  # nothing of the event is pasted into the shell line
-    env = {"PGS_MODEL": "gpt-4o", "PGS_BASE_URL": base_url, "RUNNER_TEMP": "/tmp/runner"}
-    program, *args = step_argv(step["run"], env)
-    assert program == "pgs"
-    parsed = build_parser().parse_args(args)
-    assert parsed.func is cmd_github
-    assert parsed.output_dir == Path("/tmp/runner/pgs")
-    assert parsed.model__base_url == (base_url or None)
-    # The job's first filter and pgs github agree on the label and the word.
-    assert f"github.event.label.name == '{parsed.label}'" in job["if"]
-    assert f"contains(github.event.comment.body, '{parsed.trigger}')" in job["if"]
-    for role in ("OWNER", "MEMBER", "COLLABORATOR"):
-        assert role in job["if"]
-    upload = steps["Keep the run's files"]
-    assert upload["if"] == "always()" and upload["with"]["path"] == "${{ runner.temp }}/pgs"
-    program, *args = step_argv(
-        steps["Base image"]["run"].replace("${{ vars.PGS_PYTHON || '3.11' }}", "3.11"), {}
-    )
-    assert program == "pgs" and build_parser().parse_args(args).method == "dockerfile"
-
-
-#: The model keys the workflow takes from the repository's secrets: a provider's own variable
-#: (litellm reads it), or PGS_API_KEY for any other (pgs reads it via --model.api-key-env).
-PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY")
-
-
-@pytest.mark.parametrize(
-    ("model", "secret"),
-    [
-        ("gpt-4o", "OPENAI_API_KEY"),
-        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
-        ("gemini/gemini-2.5-pro", "GEMINI_API_KEY"),
-        ("openrouter/qwen/qwen3-coder", "OPENROUTER_API_KEY"),
-        ("hosted_vllm/qwen3-coder", "PGS_API_KEY"),
-    ],
-)
-def test_the_workflow_takes_any_providers_key_and_installs_litellm(model: str, secret: str) -> None:
-    import tomllib
-
-    import yaml
-    from packaging.requirements import Requirement
-
-    from agent.cli import build_parser
-    from agent.core.secrets import is_secret
-
-    workflow = yaml.safe_load(WORKFLOW.read_text())
-    steps = {step.get("name", step.get("uses")): step for step in workflow["jobs"]["fix"]["steps"]}
-    # pgs-agent with its litellm extra (models of other providers go through litellm), as
-    # pyproject.toml names that extra.
-    wanted = Requirement(workflow["env"]["PGS_AGENT"])
-    pyproject = tomllib.loads((WORKFLOW.parents[1] / "pyproject.toml").read_text())
-    assert wanted.name == pyproject["project"]["name"] and wanted.extras == {"litellm"}
-    assert "litellm" in pyproject["project"]["optional-dependencies"]
-    assert step_argv(steps["Install pgs-agent"]["run"], {"PGS_AGENT": str(wanted)}) == [
-        "python",
-        "-m",
-        "pip",
-        "install",
-        str(wanted),
-    ]
-    # Each key comes from a secret of its own name (GitHub masks secrets in the logs), under
-    # a name pgs redacts from everything it writes; none is read in a shell line.
-    step = steps["pgs github"]
-    for name in (*PROVIDER_KEYS, "PGS_API_KEY"):
-        assert step["env"][name] == f"${{{{ secrets.{name} }}}}"
-        assert is_secret(name, "k3y-value-of-the-provider")
-    for each in workflow["jobs"]["fix"]["steps"]:
-        assert "secrets." not in each.get("run", "")
-    value = "k3y-value-of-the-provider"
-    env = {"PGS_MODEL": model, "RUNNER_TEMP": "/tmp/runner", secret: value}
-    if secret != "PGS_API_KEY":
-        env["PGS_API_KEY"] = ""  # a secret not set: an empty variable
-    program, *args = step_argv(step["run"], env)
-    assert program == "pgs" and value not in " ".join(args)
-    parsed = build_parser().parse_args(args)
-    assert parsed.model__name == model
-    # PGS_API_KEY set: pgs sends the key it holds; else the provider's own variable is read.
-    assert parsed.model__api_key_env == ("PGS_API_KEY" if secret == "PGS_API_KEY" else None)

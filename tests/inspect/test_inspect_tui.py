@@ -10,8 +10,7 @@ app, real key presses) over real input:
 
 Each test asserts what the panels show a person. The async tests run with ``asyncio.run`` (no
 pytest async plugin needed); screenshots are saved as SVG artefacts in the test's tmp dir.
-``pgs inspect --tui`` itself runs in a real pseudo-terminal: it draws, q, Ctrl-C and the stop
-signals end it and give the terminal back; without a terminal it is one error line.
+``pgs inspect --tui`` itself in a real pseudo-terminal: test_inspect_tui_terminal.py.
 """
 
 from __future__ import annotations
@@ -20,14 +19,7 @@ import asyncio
 import contextlib
 import io
 import json
-import os
-import pty
-import select
 import shutil
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -40,12 +32,10 @@ from textual.widgets import DataTable, Static, TabbedContent
 from agent.cli import main
 from agent.inspect.load import load_trajectory
 from agent.inspect.tui import MAX_CHARS, InspectApp, TrajectoryScreen, load_target
+from tests.support.inspect_tui import FOREIGN_ID, FOREIGN_ISSUE, swe_agent_traj
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZE = (140, 45)
 DEMO_ID = "stats__issue"
-FOREIGN_ID = "acme__widgets-7"
-FOREIGN_ISSUE = "Widget.size() is negative for an empty widget"
 
 
 # --------------------------------------------------------------------------- input
@@ -60,55 +50,6 @@ def demo_traj(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> P
         code = main(["demo", "--output-dir", str(out)])
     assert code == 0, stderr.getvalue()
     return out / DEMO_ID / f"{DEMO_ID}.traj"
-
-
-def swe_agent_traj() -> dict[str, Any]:
-    """SWE-agent's layout, as an older writer left it: no replay_config, no model_stats, no
-    PGS record; the second step has no execution_time, the last no observation either."""
-    issue = f"{FOREIGN_ISSUE}.\n\n`Widget().size()` returns -1; an empty widget has size 0."
-    return {
-        "environment": "swe_main",
-        "trajectory": [
-            {
-                "action": "find_file size.py",
-                "observation": 'Found 1 matches for "size.py":\n/acme/widgets/size.py',
-                "response": "Find the file first.\n\n```\nfind_file size.py\n```",
-                "thought": "Find the file first.",
-                "execution_time": 0.2,
-                "state": '{"open_file": "n/a", "working_dir": "/acme"}',
-            },
-            {
-                "action": "edit 3:3\n    return max(len(self.parts) - 1, 0)\nend_of_edit",
-                "observation": "File updated. Edit the file again if changes are needed.",
-                "response": "Clamp at zero.",
-                "thought": "Clamp at zero.",
-            },
-            {"action": "submit", "response": "Done.", "thought": "Done."},
-        ],
-        "history": [
-            {"role": "system", "content": "SETTING: You are an autonomous programmer."},
-            {
-                "role": "user",
-                "content": f"<pr_description>\n{issue}\n</pr_description>\nFix it.",
-            },
-            {"role": "assistant", "content": "Find the file first.", "action": "find_file"},
-        ],
-        "info": {
-            "swe_agent_version": "0.7.0",
-            "exit_status": "submitted",
-            "submission": "diff --git a/widgets/size.py b/widgets/size.py\n"
-            "--- a/widgets/size.py\n+++ b/widgets/size.py\n@@ -3 +3 @@\n"
-            "-    return len(self.parts) - 1\n+    return max(len(self.parts) - 1, 0)\n",
-        },
-    }
-
-
-@pytest.fixture
-def foreign_traj(tmp_path: Path) -> Path:
-    path = tmp_path / FOREIGN_ID / f"{FOREIGN_ID}.traj"
-    path.parent.mkdir()
-    path.write_text(json.dumps(swe_agent_traj(), indent=2))
-    return path
 
 
 @pytest.fixture
@@ -409,101 +350,3 @@ def test_a_batch_row_without_a_trajectory_opens_to_what_is_missing(
         assert shown(app, "step-text") == "missing: the trajectory (lost__run-1/lost__run-1.traj)"
 
     drive(folder, script)
-
-
-# --------------------------------------------------------------------------- a real terminal
-
-
-#: What leaving Textual's alternate screen looks like: the terminal is given back as it was.
-LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049l"
-
-
-@pytest.mark.parametrize(
-    ("stop", "code"),
-    [("q", 0), ("ctrl+c", 0), ("SIGTERM", 130), ("SIGHUP", 130)],
-    ids=["q", "ctrl+c", "SIGTERM", "SIGHUP"],
-)
-def test_pgs_inspect_tui_draws_in_a_real_terminal_and_gives_it_back(
-    foreign_traj: Path, stop: str, code: int
-) -> None:
-    master, terminal = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agent.cli", "inspect", str(foreign_traj), "--tui"],
-        cwd=ROOT,
-        env={**os.environ, "TERM": "xterm-256color"},
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        start_new_session=True,
-    )
-    os.close(terminal)
-    seen = bytearray()
-
-    def read_until(done: Callable[[], bool], seconds: float) -> None:
-        # Read all along: a full terminal would block the app's writes.
-        deadline = time.monotonic() + seconds
-        while not done() and time.monotonic() < deadline:
-            if select.select([master], [], [], 0.1)[0]:
-                try:
-                    seen.extend(os.read(master, 65536))
-                except OSError:  # the terminal's last reader is gone
-                    return
-
-    try:
-        read_until(lambda: FOREIGN_ID.encode() in seen, 60)
-        assert FOREIGN_ID.encode() in seen, seen.decode(errors="replace")
-        if stop.startswith("SIG"):
-            proc.send_signal(signal.Signals[stop])
-        else:
-            os.write(master, {"q": b"q", "ctrl+c": b"\x03"}[stop])
-        read_until(lambda: proc.poll() is not None, 30)
-        assert proc.wait(timeout=10) == code, seen.decode(errors="replace")
-        read_until(lambda: False, 0.5)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
-    assert LEAVE_ALTERNATE_SCREEN in seen
-    assert b"Traceback" not in seen
-    if stop == "SIGTERM":
-        assert b"pgs: error: interrupted by SIGTERM" in seen
-
-
-def pgs_inspect_without_a_terminal(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """``pgs inspect ARGS`` in a child process whose stdin is not a terminal."""
-    return subprocess.run(
-        [sys.executable, "-m", "agent.cli", "inspect", *map(str, args)],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
-def test_pgs_inspect_tui_without_a_terminal_is_one_error_line(foreign_traj: Path) -> None:
-    done = pgs_inspect_without_a_terminal(foreign_traj, "--tui")
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "pgs: error: --tui needs a terminal (stdin and stdout are not one here): run it in a "
-        "terminal, or leave out --tui to write the HTML page"
-    ]
-    assert not foreign_traj.with_suffix(".html").exists()
-
-
-def test_pgs_inspect_tui_of_a_path_that_is_not_a_run_is_one_error_line(tmp_path: Path) -> None:
-    done = pgs_inspect_without_a_terminal(tmp_path / "nothing", "--tui")
-    assert done.returncode == 2
-    (line,) = done.stderr.strip().splitlines()
-    assert line.startswith(f"pgs: error: {tmp_path / 'nothing'} does not exist: pass a .traj")
-
-
-def test_pgs_inspect_tui_with_a_flag_of_the_html_page_is_one_error_line(
-    foreign_traj: Path,
-) -> None:
-    done = pgs_inspect_without_a_terminal(foreign_traj, "--tui", "--serve")
-    assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [
-        "pgs: error: --tui shows PATH in this terminal: leave out -o, --serve and --open"
-    ]

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.pgs.test_pgs import (
+from tests.support.example_repos import DEDUPE, PROPERTY_DIR
+from tests.support.pgs_session import (
     Example,
     Policy,
     _example,
@@ -22,7 +23,6 @@ from tests.pgs.test_pgs import (
     submit,
     write_files,
 )
-from tests.support.example_repos import DEDUPE, PROPERTY_DIR
 
 pytestmark = pytest.mark.docker
 

@@ -1,7 +1,7 @@
 """The attack suite (issue 30): a Generator that plants ONE attack outside its wrong patch must
 never earn ``passed``, and ``--open-pr`` must refuse its patch.
 
-Each vector of :data:`tests.support.attacks.VECTORS` is one ``pgs run --issue URL --open-pr``
+Each vector of :data:`tests.support.attack_vectors.VECTORS` is one ``pgs run --issue URL --open-pr``
 in this process: the scripted model server (the real openai client over HTTP), the fake GitHub
 of tests/support/github_fake.py whose clone is the DEDUPE example repository, a real Docker
 sandbox of its image, real git, pytest and Hypothesis. The scenario (see the support module):
@@ -28,15 +28,8 @@ import pytest
 
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
-from tests.support.attacks import (
-    NO_ATTACK,
-    RIGHT_FIX,
-    VECTORS,
-    Vector,
-    attack,
-    hidden_test_passes,
-    policy,
-)
+from tests.support.attack_vectors import VECTORS, Vector
+from tests.support.attacks import NO_ATTACK, RIGHT_FIX, attack, hidden_test_passes, policy
 from tests.support.example_repos import DEDUPE
 from tests.support.github_fake import FakeGitHub
 

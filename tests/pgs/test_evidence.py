@@ -29,7 +29,16 @@ from agent.github.pr import evidence, refusal
 from agent.inspect.html import write_trajectory
 from agent.inspect.load import load
 from agent.inspect.model import Trajectory as InspectedTrajectory
-from tests.pgs.test_pgs import (
+from tests.pgs.test_pgs_rounds import (
+    FIX_AT_ONCE,
+    ISSUE_ONLY,
+    ORDER,
+    by_turn,
+    run_session,
+    writing_properties,
+)
+from tests.support.example_repos import DEDUPE, PROPERTY_DIR
+from tests.support.pgs_session import (
     SORTS_LONG_LISTS,
     Example,
     _example,
@@ -40,15 +49,6 @@ from tests.pgs.test_pgs import (
     pgs_run,
     submit,
 )
-from tests.pgs.test_pgs_rounds import (
-    FIX_AT_ONCE,
-    ISSUE_ONLY,
-    ORDER,
-    by_turn,
-    run_session,
-    writing_properties,
-)
-from tests.support.example_repos import DEDUPE, PROPERTY_DIR
 
 pytestmark = pytest.mark.docker
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.pgs.test_pgs import (
+from tests.support.example_repos import DEDUPE, PROPERTY_DIR
+from tests.support.pgs_session import (
     Example,
     _example,
     asked,
@@ -26,7 +27,6 @@ from tests.pgs.test_pgs import (
     submit,
     writing_properties,
 )
-from tests.support.example_repos import DEDUPE, PROPERTY_DIR
 
 pytestmark = pytest.mark.docker
 
