@@ -56,7 +56,7 @@ import shlex
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from agent.core.loop import AgentConfig
+from agent.core.loop_config import AgentConfig
 from agent.core.prompts import render_text
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory

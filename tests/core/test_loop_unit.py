@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agent.core.loop import Agent, AgentConfig, RunResult
+from agent.core.loop import Agent, RunResult
+from agent.core.loop_config import AgentConfig
 from agent.core.tools import Toolset, default_bundle_paths
 from agent.core.trajectory import Trajectory
 from agent.errors import BadRequest

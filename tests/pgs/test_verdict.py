@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.core.loop import Agent, AgentConfig, RunResult
+from agent.core.loop import Agent, RunResult
+from agent.core.loop_config import AgentConfig
 from agent.core.tools import Toolset
 from agent.core.trajectory import Trajectory
 from agent.models import ModelConfig, ReplayModel
