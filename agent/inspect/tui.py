@@ -1,7 +1,8 @@
 """``pgs inspect PATH --tui``: the inspector in a terminal, for runs on a remote machine.
 
 The same records as the HTML page (:mod:`agent.inspect.load`; nothing here reads a file), in a
-Textual app; what each panel shows is drawn by :mod:`agent.inspect.tui_text`:
+Textual app; what each panel shows is drawn by :mod:`agent.inspect.tui_text` (the PGS panel by
+:mod:`agent.inspect.tui_pgs_text`):
 
 - one trajectory (:class:`TrajectoryScreen`): a header (the instance, exit status, steps, cost,
   verdict, the issue's first line, and every part the file lacks), the step list (number, the
@@ -42,6 +43,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 from agent.inspect.batch import load_batch
 from agent.inspect.load import InspectError, load_trajectory, resolve
 from agent.inspect.model import Batch, BatchRow, Trajectory
+from agent.inspect.tui_pgs_text import pgs_text
 from agent.inspect.tui_text import (
     MAX_CHARS,
     MISSING,
@@ -50,7 +52,6 @@ from agent.inspect.tui_text import (
     first_line,
     issue_text,
     money,
-    pgs_text,
     result_text,
     round_of,
     row_text,
