@@ -35,7 +35,7 @@ from agent.cli.eval import add_environment_flags
 from agent.core.parsing import interactive_refusal
 from agent.errors import INTERRUPTED, InputError
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
-from agent.inspect.trajectory import trajectory_from_dict
+from agent.inspect.trajectory_view import trajectory_from_dict
 from agent.record.foreign import info_of, trajectory_kind, trajectory_replies
 from agent.record.steps import Info
 from agent.run.config import add_config_flags, flag_overrides, load_config, merge

@@ -4,10 +4,10 @@ self-contained static HTML page per trajectory (and an index for a batch).
 - :mod:`agent.inspect.model`: what is shown, as plain typed data (no HTML: a terminal view
   reads the same records);
 - :mod:`agent.inspect.load`: reading pgs's and SWE-agent's files (one trajectory:
-  :mod:`~agent.inspect.trajectory`, its PGS record: :mod:`~agent.inspect.pgs_record`, a batch
-  folder: :mod:`~agent.inspect.batch`, shared readers: :mod:`~agent.inspect.lenient`); whatever a
-  file lacks is a ``"missing: <what>"`` note, never a crash;
-- :mod:`agent.inspect.selection`: a ``pgs select`` output (``selection.json``): every
+  :mod:`~agent.inspect.trajectory_view`, its PGS record: :mod:`~agent.inspect.pgs_record`, a
+  batch folder: :mod:`~agent.inspect.batch_view`, shared readers: :mod:`~agent.inspect.lenient`);
+  whatever a file lacks is a ``"missing: <what>"`` note, never a crash;
+- :mod:`agent.inspect.selection_view`: a ``pgs select`` output (``selection.json``): every
   instance's candidates, their evidence and the choice;
 - :mod:`agent.inspect.diff`: diffs parsed with ``unidiff``; the change between two candidates;
 - :mod:`agent.inspect.html`: the pages (jinja2 templates in ``templates/``, CSS and JS inlined,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from agent.inspect.model import Round, Trajectory
+from agent.inspect.model import Round, TrajectoryView
 from agent.inspect.tui_text import (
     MISSING,
     NONE,
@@ -23,7 +23,7 @@ from agent.inspect.tui_text import (
 )
 
 
-def pgs_text(traj: Trajectory) -> Text:
+def pgs_text(traj: TrajectoryView) -> Text:
     """The PGS record: verdict, the Tester's properties and turns, every round."""
     pgs = traj.pgs
     if pgs is None:

@@ -20,8 +20,8 @@ from agent.inspect.model import (
     Diff,
     Round,
     StepView,
-    Trajectory,
-    Usage,
+    TrajectoryView,
+    UsageView,
 )
 
 #: Characters of one text (an observation, a diff, a feedback message) drawn at most.
@@ -79,7 +79,7 @@ def section(out: Text, title: str) -> None:
     out.append(f"\n{title}\n", style=HEADING)
 
 
-def summary_text(traj: Trajectory, position: tuple[int, int] | None = None) -> Text:
+def summary_text(traj: TrajectoryView, position: tuple[int, int] | None = None) -> Text:
     """The header: which run, how it ended, the issue's first line, and what the file lacks."""
     out = Text()
     out.append(traj.instance_id, style="bold")
@@ -110,7 +110,7 @@ def summary_text(traj: Trajectory, position: tuple[int, int] | None = None) -> T
     return out
 
 
-def step_text(traj: Trajectory, step: StepView) -> Text:
+def step_text(traj: TrajectoryView, step: StepView) -> Text:
     """One step: its facts, then thought, action and observation (each said when missing)."""
     out = Text()
     out.append(f"Step {step.index} of {len(traj.steps)}", style="bold")
@@ -155,12 +155,12 @@ def step_text(traj: Trajectory, step: StepView) -> Text:
     return out
 
 
-def round_of(traj: Trajectory, number: int) -> Round | None:
+def round_of(traj: TrajectoryView, number: int) -> Round | None:
     rounds = traj.pgs.rounds if traj.pgs is not None else []
     return next((r for r in rounds if r.number == number), None)
 
 
-def issue_text(traj: Trajectory) -> Text:
+def issue_text(traj: TrajectoryView) -> Text:
     if traj.issue is None:
         return Text("missing: the issue text", style=MISSING)
     return Text(cut(traj.issue, traj.path))
@@ -192,7 +192,7 @@ def diff_text(out: Text, diff: Diff, where: Path | None, indent: str = "") -> No
                 shown += len(line.text) + 1
 
 
-def result_text(traj: Trajectory) -> Text:
+def result_text(traj: TrajectoryView) -> Text:
     """How the run ended: exit status, limits, usage, the final diff."""
     out = Text()
     out.append("Exit status: ", style="bold")
@@ -205,7 +205,7 @@ def result_text(traj: Trajectory) -> Text:
     out.append((", ".join(traj.limits) or "not recorded") + "\n")
     u = traj.usage
     out.append("Generator: ", style="bold")
-    if u == Usage():
+    if u == UsageView():
         out.append("missing: info.model_stats (tokens and cost)\n", style=MISSING)
     else:
         out.append(
