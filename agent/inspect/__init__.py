@@ -15,6 +15,12 @@ self-contained static HTML page per trajectory (and an index for a batch).
 - :mod:`agent.inspect.tui`: the same records in a terminal (Textual; the panels' texts in
   :mod:`agent.inspect.tui_text`);
 - the command ``pgs inspect`` is :mod:`agent.cli.inspect`.
+
+Layer 2, beside :mod:`agent.github` and :mod:`agent.swebench` (neither imports the other):
+imports :mod:`agent.run`, :mod:`agent.pgs`, :mod:`agent.core`, :mod:`agent.models`,
+:mod:`agent.record`, :mod:`agent.errors` and :mod:`envs`. Entry points: :func:`load`,
+:func:`load_trajectory`, :func:`load_batch`; other agents' files are read by
+:mod:`agent.record.foreign`.
 """
 
 from agent.inspect.load import InspectError, load, load_batch, load_trajectory, resolve
