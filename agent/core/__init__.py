@@ -12,7 +12,7 @@ nothing of PGS, the run or the integrations (a contract of its own).
   :mod:`agent.core.tool_output` (cutting long outputs);
 - :mod:`agent.core.parsing` (the action in a text reply), :mod:`agent.core.prompts` (the texts
   from ``default.yaml``);
-- :class:`agent.core.trajectory.Trajectory` (the ``.traj`` written atomically after every step),
-  :class:`agent.core.secrets.Redactor` (secrets out of every output),
+- :class:`agent.core.trajectory_file.Trajectory` (the ``.traj`` written atomically after every
+  step), :class:`agent.core.secrets.Redactor` (secrets out of every output),
   :mod:`agent.core.locks` (one writer per output folder).
 """

@@ -38,7 +38,7 @@ from agent.core.parsing import interactive_refusal, parse_text_action
 from agent.core.prompts import format_error
 from agent.core.tool_output import truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import (
     ContextWindowExceeded,
     CostLimitExceeded,

@@ -31,7 +31,7 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.inspect.batch_view import load_batch
 from agent.inspect.model import Batch, Diff, FileDiff, SelectionView, TrajectoryView
 

@@ -19,7 +19,7 @@ from agent.core.loop import Agent
 from agent.core.loop_config import MESSAGE_FIELDS, AgentConfig
 from agent.core.prompts import CONFIG_ONLY, default_prompt
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.models import Model
 from agent.pgs.guard import SAFE_GIT
 from agent.record.pgs import TesterConversation

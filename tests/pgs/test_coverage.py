@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.core.loop import RunResult
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import CheckNotRun
 from agent.github.pr import refusal
 from agent.inspect.trajectory_view import load_trajectory
