@@ -22,9 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agent.core.loop import Agent, AgentConfig
+from agent.core.loop import Agent
+from agent.core.loop_config import AgentConfig
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.models import Model, ModelConfig, OpenAIModel, ReplayModel
 from agent.models.script_server import ScriptedServer
 from bench.loop import TimedModel

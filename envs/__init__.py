@@ -1,4 +1,10 @@
-"""Sandboxes and images: where the agent's commands run."""
+"""Sandboxes and images: where the agent's commands run.
+
+Below :mod:`agent`, beside it: imports nothing of ``agent`` (a contract). Entry points: the
+:class:`~envs.sandbox.Sandbox` protocol, :func:`envs.registry.make_sandbox` (a config's
+``type`` to a sandbox), the images' API :mod:`envs.images`, the errors :mod:`envs.errors`, and
+``pgs env`` (:mod:`envs.cli`). ``envs/helper/`` runs inside the sandbox.
+"""
 
 from envs.errors import (
     DiskFull,

@@ -19,6 +19,9 @@ and exit code 2 too, other tools' spellings are pointed to, ``--version`` and ``
 
 Nothing outside this package imports it: what commands share lives where it belongs
 (:mod:`agent.errors`, :func:`agent.run.outputs.default_output_dir`).
+
+Layer 1, the top: may import every other package; nothing imports it. Entry point:
+:func:`main` (the ``pgs`` script, ``python -m agent.cli``).
 """
 
 from __future__ import annotations

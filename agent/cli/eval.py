@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.run.outputs import check_writable
 from agent.swebench import (
     Environments,

@@ -14,7 +14,7 @@ error). A PATH that cannot be inspected is one ``pgs: error:`` line and exit cod
 ``--tui`` writes nothing: it browses PATH in the terminal (:mod:`agent.inspect.tui`).
 
 A ``pgs select`` output (its folder, its ``selection.json`` or one ``instances/<id>.json``) is
-printed as text (:func:`agent.inspect.tui_text.selection_text`): every instance, or the one
+printed as text (:func:`agent.inspect.tui_select_text.selection_text`): every instance, or the one
 ``--instance ID`` names; ``-o``, ``--serve`` or ``--open`` write it as a page instead
 (``selection.html`` beside ``selection.json`` by default).
 """
@@ -34,9 +34,9 @@ from rich.console import Console
 from agent.errors import USER_ERROR, print_error
 from agent.inspect.html import Written, page_name, write_batch, write_selection, write_trajectory
 from agent.inspect.load import InspectError, load_trajectory, resolve
-from agent.inspect.model import Trajectory
-from agent.inspect.selection import find_selection, load_selection
-from agent.inspect.tui_text import selection_text
+from agent.inspect.model import TrajectoryView
+from agent.inspect.selection_view import find_selection, load_selection
+from agent.inspect.tui_select_text import selection_text
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
@@ -208,7 +208,7 @@ def write(path: Path, output: Path | None, *, eval_report: Path | None = None) -
         raise InspectError(f"cannot write {where}: {e.strerror or e}; choose another -o") from None
 
 
-def _page_path(traj: Trajectory, output: Path | None) -> Path:
+def _page_path(traj: TrajectoryView, output: Path | None) -> Path:
     source = traj.path or Path(f"{traj.instance_id}.traj")
     if output is None:
         return source.with_suffix(".html")

@@ -66,7 +66,7 @@ from agent.cli.batch import print_statuses
 from agent.cli.demo import EXAMPLES, _check_hidden_tests, make_example_repo
 from agent.cli.eval import add_environment_flags
 from agent.cli.report import add_wide_flag, print_comparison
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.errors import INTERRUPTED, InputError
 from agent.models import GlobalStats
 from agent.pgs.compare import ablation_of, compare, prediction_fields, read_predictions

@@ -2,12 +2,12 @@
 by reply where pgs handled them unlike the recording.
 
 The recording is a SWE-agent ``.traj``, a mini-swe-agent trajectory or a pgs ``.traj``
-(:mod:`agent.inspect.recording`). Its replies are the replay model's script
-(:mod:`agent.models.script_format`); the run takes the recording agent's conventions unless flags
-say otherwise: mini-swe-agent's (only ```bash blocks, ``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``
-submits, 10,000 characters kept as head and tail) or SWE-agent's (the last block, its
-``<response clipped>`` cut at 100,000), or the pgs run's own agent and tools sections. The
-Tester is off (``--feedback none``): the replies are the Generator's.
+(read by :mod:`agent.record.foreign`, compared by :mod:`agent.inspect.recording`). Its replies
+are the replay model's script (:mod:`agent.models.script_format`); the run takes the recording
+agent's conventions unless flags say otherwise: mini-swe-agent's (only ```bash blocks,
+``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`` submits, 10,000 characters kept as head and tail)
+or SWE-agent's (the last block, its ``<response clipped>`` cut at 100,000), or the pgs run's own
+agent and tools sections. The Tester is off (``--feedback none``): the replies are the Generator's.
 
 Each reply is compared on what the user would notice: whether it ran or was refused, the
 command run, whether it submitted (*handled unlike*); the exit code and the output where the
@@ -35,9 +35,8 @@ from agent.cli.eval import add_environment_flags
 from agent.core.parsing import interactive_refusal
 from agent.errors import INTERRUPTED, InputError
 from agent.inspect.recording import RecordedReply, recorded_replies, submission
-from agent.inspect.trajectory import trajectory_from_dict
-from agent.models.script_format import trajectory_kind, trajectory_replies
-from agent.record.foreign import info_of
+from agent.inspect.trajectory_view import trajectory_from_dict
+from agent.record.foreign import info_of, trajectory_kind, trajectory_replies
 from agent.record.steps import Info
 from agent.run.config import add_config_flags, flag_overrides, load_config, merge
 from agent.run.outputs import make_output_dir, output_paths

@@ -6,7 +6,8 @@ Control flow goes through a few exceptions that carry what the run ends with:
 :class:`Submitted` (the model submitted a patch), :class:`LimitReached` (steps, time or cost;
 the current diff is kept as the submission), :class:`Forfeited`, and
 :class:`~agent.errors.FormatError` (asked again, at most ``max_format_errors`` times in a
-row).
+row). What it says and how long it may go on (prompts, limits, history) is its config,
+:class:`~agent.core.loop_config.AgentConfig`.
 With ``shell: persistent`` the agent's own commands (and its tools' state commands) share one
 shell session (:meth:`~envs.sandbox.Sandbox.run`'s ``session``), so ``cd`` and ``export`` carry
 over; every other command the run makes stays in a fresh shell.
@@ -27,23 +28,17 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import jinja2
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
-from agent.core.parsing import ActionParser, interactive_refusal, parse_text_action
-from agent.core.prompts import (
-    CONFIG_ONLY,
-    FormatErrors,
-    Refusals,
-    TruncationTemplates,
-    default_prompt,
-    format_error,
-)
-from agent.core.tool_output import Truncation, truncate_observation
+from agent.core.loop_config import AgentConfig
+from agent.core.parsing import interactive_refusal, parse_text_action
+from agent.core.prompts import format_error
+from agent.core.tool_output import truncate_observation
 from agent.core.tools import OutputKind, Toolset, classify_output
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import (
     ContextWindowExceeded,
     CostLimitExceeded,
@@ -58,92 +53,8 @@ from envs.sandbox import CommandResult, Sandbox
 
 logger = logging.getLogger(__name__)
 
-SYSTEM_TEMPLATE = default_prompt("agent", "system_template")
-
-INSTANCE_TEMPLATE = default_prompt("agent", "instance_template")
-
-OBSERVATION_TEMPLATE = default_prompt("agent", "observation_template")
-
-FORMAT_ERROR_TEMPLATE = default_prompt("agent", "format_error_template")
-
-ELIDED_TEMPLATE = default_prompt("agent", "elided_template")
-
 #: The name of the Generator's shell session in the sandbox (``agent.shell: persistent``).
 SESSION = "generator"
-
-
-class AgentConfig(BaseModel):
-    """How the Generator works: prompts, limits and history handling."""
-
-    model_config = ConfigDict(extra="forbid")
-    system_template: str = Field(
-        SYSTEM_TEMPLATE, description="Jinja2 template of the system message (default.yaml)"
-    )
-    instance_template: str = Field(
-        INSTANCE_TEMPLATE,
-        description="Jinja2 template of the first user message, the issue in it "
-        "({{ problem_statement }})",
-    )
-    observation_template: str = Field(
-        OBSERVATION_TEMPLATE,
-        description="Jinja2 template of each command's output as shown to the model "
-        "({{ output }}, {{ exit_code }})",
-    )
-    format_error_template: str = Field(
-        FORMAT_ERROR_TEMPLATE,
-        description="Jinja2 template of the answer to a reply with no valid action ({{ error }})",
-    )
-    elided_template: str = Field(
-        ELIDED_TEMPLATE,
-        description="Jinja2 template that replaces an old output no longer kept "
-        "({{ lines }}; agent.keep_observations)",
-    )
-    step_limit: int = Field(100, ge=0, description="most model steps per task (0: no limit)")
-    time_limit: float = Field(3600.0, ge=0, description="wall-clock seconds per task (0: none)")
-    command_timeout: float = Field(120.0, gt=0, description="time limit of one command (s)")
-    shell: Literal["fresh", "persistent"] = Field(
-        "fresh",
-        description="fresh: each command in a new shell in the repository, as mini-swe-agent; "
-        "persistent: cd, export, source, functions and aliases carry over to the next command, "
-        "as in SWE-agent (every process a command started still ends with it)",
-    )
-    max_format_errors: int = Field(3, ge=1, description="malformed replies in a row before exit")
-    max_observation_chars: int = Field(
-        12_000, gt=200, description="longer command output is cut (see truncation)"
-    )
-    truncation: Truncation = Field(
-        "pgs",
-        description="how a long output is cut: pgs (the middle, with a note), swe-agent (the "
-        "head, <response clipped>; its limit is 100000), mini-swe-agent (a warning, head and "
-        "tail halves; its limit is 10000)",
-    )
-    action_parser: ActionParser = Field(
-        "pgs",
-        description="text mode, which code block is the action: pgs (the one bash block; "
-        "unlabelled fences count only when there is none), mini-swe-agent (exactly one ```bash "
-        "block), mini-swe-agent-2 (exactly one ```mswea_bash_command block), swe-agent (the "
-        "last block)",
-    )
-    keep_observations: int = Field(
-        5, ge=1, description="the last N command outputs stay in the prompt; older ones elided"
-    )
-    format_errors: FormatErrors = Field(default_factory=FormatErrors, json_schema_extra=CONFIG_ONLY)
-    refusals: Refusals = Field(default_factory=Refusals, json_schema_extra=CONFIG_ONLY)
-    truncation_templates: TruncationTemplates = Field(
-        default_factory=TruncationTemplates, json_schema_extra=CONFIG_ONLY
-    )
-
-
-#: The texts of the agent section besides the system and instance prompts: the Tester, a loop of
-#: its own, says them as the Generator's config does.
-MESSAGE_FIELDS = (
-    "observation_template",
-    "format_error_template",
-    "elided_template",
-    "format_errors",
-    "refusals",
-    "truncation_templates",
-)
 
 
 class Reviewer(Protocol):

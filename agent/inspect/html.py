@@ -31,9 +31,9 @@ from urllib.parse import quote
 import jinja2
 import markupsafe
 
-from agent.core.trajectory import write_atomic
-from agent.inspect.batch import load_batch
-from agent.inspect.model import Batch, Diff, FileDiff, SelectionView, Trajectory
+from agent.core.trajectory_file import write_atomic
+from agent.inspect.batch_view import load_batch
+from agent.inspect.model import Batch, Diff, FileDiff, SelectionView, TrajectoryView
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Characters of a command's output shown on the page (head and tail); the rest in a sidecar.
@@ -292,7 +292,7 @@ def bar_chart(
     return Chart(label, caption, cls, bars, _ticks(len(values), width, tick), top, width, height)
 
 
-def step_charts(traj: Trajectory) -> list[Chart]:
+def step_charts(traj: TrajectoryView) -> list[Chart]:
     """Tokens per step (recorded, or estimated from the text) and cost per step if recorded."""
     steps = traj.steps
     if not steps:
@@ -389,13 +389,13 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def render_trajectory(traj: Trajectory, page: Page, *, back: str | None = None) -> str:
+def render_trajectory(traj: TrajectoryView, page: Page, *, back: str | None = None) -> str:
     template = _env().get_template("trajectory.html.j2")
     return template.render(t=traj, page=page, back=back, charts=step_charts(traj))
 
 
 def write_trajectory(
-    traj: Trajectory, out: Path, *, back: str | None = None, full_texts: bool = True
+    traj: TrajectoryView, out: Path, *, back: str | None = None, full_texts: bool = True
 ) -> Written:
     page = Page(Path(out), full_texts=full_texts)
     return page.write(render_trajectory(traj, page, back=back))
@@ -455,7 +455,7 @@ def write_batch(
     links: dict[str, str] = {}
     pages: list[Written] = []
 
-    def one(traj: Trajectory) -> None:
+    def one(traj: TrajectoryView) -> None:
         name = page_name(traj.instance_id)
         written = write_trajectory(traj, out_dir / name, back="index.html", full_texts=full_texts)
         links[traj.instance_id] = quote(name)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import InspectError
-from agent.inspect.model import Usage
+from agent.inspect.model import UsageView
 from agent.record.foreign import TRAJECTORY_KEYS
 from agent.record.steps import ModelStats
 from agent.record.steps import Usage as StepUsage
@@ -64,7 +64,7 @@ def as_dict(value: Any) -> dict[str, Any]:
     return {}
 
 
-def usage_of(stats: ModelStats | StepUsage | None) -> Usage | None:
+def usage_of(stats: ModelStats | StepUsage | None) -> UsageView | None:
     """A record's model stats (``info.model_stats``) or a step's usage as shown: each number
     the file holds, None for each it does not; None when it holds none."""
     if stats is None:
@@ -75,13 +75,13 @@ def usage_of(stats: ModelStats | StepUsage | None) -> Usage | None:
         return getattr(stats, name) if name in given else None
 
     cost = held("instance_cost") if isinstance(stats, ModelStats) else held("cost")
-    usage = Usage(
+    usage = UsageView(
         tokens_sent=held("tokens_sent"),
         tokens_received=held("tokens_received"),
         cost=None if cost is None else float(cost),
         api_calls=held("api_calls") if isinstance(stats, ModelStats) else None,
     )
-    return None if usage == Usage() else usage
+    return None if usage == UsageView() else usage
 
 
 def read_json(path: Path) -> Any:

@@ -82,7 +82,7 @@ class Diff:
 
 
 @dataclass
-class Usage:
+class UsageView:
     """A view of a record's :class:`~agent.record.steps.ModelStats` or a step's
     :class:`~agent.record.steps.Usage`, computed from it (:func:`agent.inspect.lenient.usage_of`):
     None for each number the file does not hold, where the record defaults it to 0."""
@@ -106,7 +106,7 @@ class StepView:
     #: The environment's state after the step (working_dir, open_file, ...), as text.
     state: dict[str, str] = field(default_factory=dict)
     #: This step's model call, when the writer recorded it per step.
-    usage: Usage | None = None
+    usage: UsageView | None = None
     #: Tokens this step added to the conversation, estimated (about 4 characters a token) from
     #: its reply and its observation: what the chart shows when ``usage`` is None.
     estimated_tokens: int = 0
@@ -232,7 +232,7 @@ class TesterTurnView:
 
     key: str
     record: TesterTurn | None = None
-    trajectory: Trajectory | None = None
+    trajectory: TrajectoryView | None = None
 
     @property
     def why(self) -> str | None:
@@ -265,7 +265,7 @@ class PGSPanel:
     properties: list[Property] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)
     tester_turns: list[TesterTurnView] = field(default_factory=list)
-    tester_usage: Usage = field(default_factory=Usage)
+    tester_usage: UsageView = field(default_factory=UsageView)
     missing: list[str] = field(default_factory=list)
 
 
@@ -333,7 +333,7 @@ class SelectionView:
 
 
 @dataclass
-class Trajectory:
+class TrajectoryView:
     """The page of one run: a view of a :class:`~agent.record.trajectory.RunRecord` (``record``,
     whatever writer's file it was read from), computed from it for showing."""
 
@@ -347,7 +347,7 @@ class Trajectory:
     #: Limits in force ("100 steps", "3600 s", "$3.00"), as far as the file says.
     limits: list[str] = field(default_factory=list)
     submission: Diff | None = None
-    usage: Usage = field(default_factory=Usage)
+    usage: UsageView = field(default_factory=UsageView)
     model_name: str | None = None
     pgs: PGSPanel | None = None
     #: Why there is no PGS record when that is by design (``--feedback none``).

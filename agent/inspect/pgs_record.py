@@ -22,8 +22,8 @@ from agent.inspect.model import (
     Property,
     Round,
     TesterTurnView,
-    Trajectory,
-    Usage,
+    TrajectoryView,
+    UsageView,
 )
 from agent.pgs.validate import property_decorators
 from agent.record.check import CheckReport, FailingInput, TestResult
@@ -33,7 +33,7 @@ from agent.record.pgs import RoundRecord
 from agent.record.trajectory import RunRecord
 
 #: Shows a Tester turn's conversation (stored under its key, as a run record) as a trajectory.
-ReadConversation = Callable[[RunRecord, str], Trajectory]
+ReadConversation = Callable[[RunRecord, str], TrajectoryView]
 
 
 def _markers(files: dict[str, str]) -> dict[str, tuple[str, str | None]]:
@@ -102,13 +102,13 @@ def read_pgs(
 
 def _tester_turns(
     pgs: RecordedPGS, read_conversation: ReadConversation
-) -> tuple[list[TesterTurnView], Usage]:
+) -> tuple[list[TesterTurnView], UsageView]:
     """Each Tester turn (from ``tester_turns`` and the ``tester``, ``tester_<n>`` keys) and the
     tokens and cost of their conversations together."""
     stored = conversations(pgs)
     keys = [t.key for t in pgs.tester_turns] + sorted(stored)
     found: list[TesterTurnView] = []
-    usage = Usage()
+    usage = UsageView()
     for key in dict.fromkeys(k for k in keys if k):
         turn_record = next((t for t in pgs.tester_turns if t.key == key), None)
         turn = TesterTurnView(key=key, record=turn_record)

@@ -2,7 +2,8 @@
 
 A recording is a SWE-agent ``.traj`` (0.x or 1.x), a mini-swe-agent trajectory (1.x
 ``mini-swe-agent-1``, 2.x ``mini-swe-agent-1.1``) or a pgs ``.traj``; its replies are the ones the
-replay model answers with (:func:`agent.models.script_format.trajectory_replies`, same order).
+replay model answers with (:func:`agent.record.foreign.trajectory_replies`, same order; that
+module is the one reader of the writers' formats, the command mini-swe-agent ran included).
 For each reply, :class:`RecordedReply` says whether the agent ran it (or refused it as malformed),
 the command it ran, its exit code and its output where the writer recorded them, and whether it
 submitted:
@@ -27,10 +28,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agent.core.parsing import parse_text_action
-from agent.errors import FormatError
-from agent.models.script_format import trajectory_kind, trajectory_replies
-from agent.record.foreign import info_of, message_text
+from agent.record.foreign import (
+    info_of,
+    message_text,
+    mini_command,
+    trajectory_kind,
+    trajectory_replies,
+)
 
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>\n?")
 _WRAPPED = re.compile(r"\A<output>\n(.*)</output>\Z", re.S)
@@ -90,7 +94,7 @@ def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
         content = str(step.get("content") or "")
         reply = RecordedReply(where, content, ran=False)
         following = messages[i + 1] if i + 1 < len(messages) else None
-        command = _mini_command(messages[i], step)
+        command = mini_command(messages[i])
         extra = following.get("extra") if isinstance(following, dict) else None
         extra = extra if isinstance(extra, dict) else {}
         text = message_text(following.get("content") if isinstance(following, dict) else None)
@@ -112,24 +116,6 @@ def _mini(traj: dict[str, Any]) -> list[RecordedReply]:
             reply.ran, reply.command, reply.submitted = True, command, True
         out.append(reply)
     return out
-
-
-def _mini_command(message: Any, step: dict[str, Any]) -> str | None:
-    """The command mini-swe-agent ran: 2.x records its actions, 1.x is read as it read it."""
-    extra = message.get("extra") if isinstance(message, dict) else None
-    actions = extra.get("actions") if isinstance(extra, dict) else None
-    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
-        return str(actions[0].get("command", "")).strip()
-    calls = step.get("tool_calls") or []
-    if calls:
-        return str(calls[0].get("arguments"))
-    content = str(step.get("content") or "")
-    for parser in ("mini-swe-agent", "mini-swe-agent-2"):
-        try:
-            return parse_text_action(content, parser)[1]
-        except FormatError:
-            continue
-    return None
 
 
 def _mini_output(text: str) -> str:

@@ -1,7 +1,8 @@
 """``pgs inspect PATH --tui``: the inspector in a terminal, for runs on a remote machine.
 
 The same records as the HTML page (:mod:`agent.inspect.load`; nothing here reads a file), in a
-Textual app; what each panel shows is drawn by :mod:`agent.inspect.tui_text`:
+Textual app; what each panel shows is drawn by :mod:`agent.inspect.tui_text` (the PGS panel by
+:mod:`agent.inspect.tui_pgs_text`):
 
 - one trajectory (:class:`TrajectoryScreen`): a header (the instance, exit status, steps, cost,
   verdict, the issue's first line, and every part the file lacks), the step list (number, the
@@ -39,9 +40,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from agent.inspect.batch import load_batch
+from agent.inspect.batch_view import load_batch
 from agent.inspect.load import InspectError, load_trajectory, resolve
-from agent.inspect.model import Batch, BatchRow, Trajectory
+from agent.inspect.model import Batch, BatchRow, TrajectoryView
+from agent.inspect.tui_pgs_text import pgs_text
 from agent.inspect.tui_text import (
     MAX_CHARS,
     MISSING,
@@ -50,7 +52,6 @@ from agent.inspect.tui_text import (
     first_line,
     issue_text,
     money,
-    pgs_text,
     result_text,
     round_of,
     row_text,
@@ -92,7 +93,7 @@ def run_tui(path: Path, *, eval_report: Path | None = None) -> int:
     return 0
 
 
-def load_target(path: Path, *, eval_report: Path | None = None) -> Trajectory | Batch:
+def load_target(path: Path, *, eval_report: Path | None = None) -> TrajectoryView | Batch:
     """What PATH holds: one trajectory, or a batch's rows (each trajectory read when opened)."""
     target = resolve(path)
     if target.is_dir():
@@ -102,18 +103,20 @@ def load_target(path: Path, *, eval_report: Path | None = None) -> Trajectory | 
     return load_trajectory(target)
 
 
-def open_row(row: BatchRow) -> Trajectory:
+def open_row(row: BatchRow) -> TrajectoryView:
     """A batch row's trajectory; a row without a readable one becomes a record that says so."""
     if row.traj_path is None:
         missing = row.missing or [f"missing: the trajectory of {row.instance_id}"]
         empty = RunRecord(writer="unknown", missing=list(missing))
-        return Trajectory(empty, path=None, instance_id=row.instance_id, missing=list(missing))
+        return TrajectoryView(empty, path=None, instance_id=row.instance_id, missing=list(missing))
     try:
         traj = load_trajectory(row.traj_path)
     except InspectError as e:
         missing = [f"missing: a readable trajectory ({e})"]
         empty = RunRecord(writer="unknown", missing=list(missing))
-        return Trajectory(empty, path=row.traj_path, instance_id=row.instance_id, missing=missing)
+        return TrajectoryView(
+            empty, path=row.traj_path, instance_id=row.instance_id, missing=missing
+        )
     traj.instance_id = row.instance_id  # the batch's name for it, as in the table
     return traj
 
@@ -135,7 +138,7 @@ class TrajectoryScreen(Screen[None]):
         Binding("escape", "back", "back"),
     ]
 
-    def __init__(self, traj: Trajectory, position: tuple[int, int] | None = None) -> None:
+    def __init__(self, traj: TrajectoryView, position: tuple[int, int] | None = None) -> None:
         super().__init__()
         self.traj = traj
         #: (index, count) within a batch; None for a trajectory on its own.
@@ -339,7 +342,7 @@ class InspectApp(App[None]):
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
 
-    def __init__(self, target: Trajectory | Batch, *, stop_signals: bool = False) -> None:
+    def __init__(self, target: TrajectoryView | Batch, *, stop_signals: bool = False) -> None:
         """``stop_signals``: SIGINT, SIGTERM and SIGHUP end the app (see :meth:`on_mount`)."""
         super().__init__()
         self.target = target

@@ -26,9 +26,14 @@ run starts. Prices come from `model.prices`, `DEFAULT_PRICES` or litellm's cost 
 
 Modules: `base` (the errors' tree, config, usage records, the protocol; the errors are defined
 in `agent.errors` and re-exported here), `openai`, `litellm`, `human`, `replay`, `prices`
-(litellm's cost map), `script` (the script format of `scripted` and `replay`), `scripted` (the
-HTTP server). A `model_class` that names nothing importable raises `ModelClassError`, one
-sentence that says what to fix.
+(litellm's cost map), `script_format` (the script format of `script_server` and `replay`; a
+recorded run's replies are read by `agent.record.foreign`), `script_server` (the HTTP server).
+A `model_class` that names nothing importable raises `ModelClassError`, one sentence that says
+what to fix.
+
+Layer 6: imports only `agent.record` and `agent.errors` (nothing of sandboxes or images); the
+loop and everything above it import it. Entry points: `get_model`, the `Model` protocol,
+`check_priced` and `check_endpoint`.
 """
 
 from __future__ import annotations

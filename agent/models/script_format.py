@@ -20,7 +20,9 @@ A script is one of:
   `trajectory_format` `mini-swe-agent-1`, or `mini-swe-agent-1.1` of mini-swe-agent 2.x, whose
   messages are the model's own: chat completions with `tool_calls`, or a Responses API `output`
   list). A file is a recording when it is named `*.traj` or `*.traj.json`, or when its mapping
-  has `history` or `messages` (:func:`trajectory_replies`).
+  has `history` or `messages`; its replies are read by :mod:`agent.record.foreign`, the one
+  reader of other agents' files (:func:`~agent.record.foreign.trajectory_replies`, exported
+  here too).
 
 A recorded session names the repository where it was recorded (`/repo` in a Docker sandbox). A
 script whose mapping says so (`repo_path`) can be replayed where the repository is elsewhere (the
@@ -49,7 +51,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.errors import ScriptError
-from agent.record.foreign import message_text
+from agent.record.foreign import (
+    message_text,
+    recorded_model_name,
+    trajectory_kind,
+    trajectory_replies,
+)
 
 __all__ = [
     "ErrorReply",
@@ -301,93 +308,7 @@ def _load_traj(path: Path, model: str | None, agent: str | None = None) -> Scrip
     steps = [parse_step(raw, f"{path}: {where}") for where, raw in replies]
     if not steps:
         raise ScriptError(f"{path}: the trajectory holds no assistant message to replay")
-    return Script(steps=steps, model=model or _traj_model_name(traj))
-
-
-def trajectory_kind(traj: Any) -> str:
-    """Who wrote a recorded run: ``mini-swe-agent`` (``messages``), else ``swe-agent`` / ``pgs``
-    (``history``; pgs's has a ``pgs`` record or a config with ``sandbox`` and ``tools``).
-    Raises ValueError for anything else."""
-    if not isinstance(traj, dict):
-        raise ValueError("expected a JSON object")
-    if isinstance(traj.get("messages"), list):
-        return "mini-swe-agent"
-    if not isinstance(traj.get("history"), list):
-        raise ValueError("no 'history' or 'messages' list")
-    config = traj.get("replay_config")
-    if "pgs" in traj or (isinstance(config, dict) and {"sandbox", "tools"} <= set(config)):
-        return "pgs"
-    return "swe-agent"
-
-
-def trajectory_replies(traj: Any, agent: str | None = None) -> list[tuple[str, dict[str, Any]]]:
-    """The model's replies of a recorded run, in order, as ``(where, step)``: ``where`` names
-    the message (``history[7]``, ``messages[4]``), ``step`` is a reply step (content, tool
-    calls). ``agent``: only that agent's messages (a pgs ``.traj`` holds the Tester's too)."""
-    kind = trajectory_kind(traj)
-    key = "messages" if kind == "mini-swe-agent" else "history"
-    replies = []
-    for i, message in enumerate(traj[key]):
-        if not isinstance(message, dict) or message.get("is_demo"):
-            continue
-        if agent and message.get("agent", agent) != agent:
-            continue
-        if message.get("role") == "assistant":
-            calls = []
-            for call in message.get("tool_calls") or []:
-                function = call.get("function", call)
-                calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
-            raw = {"content": message_text(message.get("content")), "tool_calls": calls}
-        elif isinstance(message.get("output"), list):  # mini 2.x, a Responses API reply
-            items = [o for o in message["output"] if isinstance(o, dict)]
-            text = "".join(
-                message_text(o.get("content")) for o in items if o.get("type") == "message"
-            )
-            calls = [
-                {"name": o.get("name"), "arguments": o.get("arguments")}
-                for o in items
-                if o.get("type") == "function_call"
-            ]
-            raw = {"content": text, "tool_calls": calls}
-        else:
-            continue
-        replies.append((f"{key}[{i}]", raw))
-    if kind == "swe-agent" and not agent:
-        replies += _unlisted_steps(traj, replies)
-    return replies
-
-
-def _unlisted_steps(traj: dict[str, Any], listed: list[Any]) -> list[tuple[str, dict[str, Any]]]:
-    """The replies a SWE-agent ``.traj`` keeps only in ``trajectory``: some 1.x runs saved the
-    history before their last step (SWE-agent's own test data: the ``submit`` of
-    ``6e44b9__sweagenttestrepo-1c2844.traj`` is its fifth step, its history holds four replies).
-    A step's ``response`` is the reply; in a run with tool calls, an action of one word (the
-    submission) was a call of that tool without arguments."""
-    steps = traj.get("trajectory")
-    if not isinstance(steps, list) or len(steps) <= len(listed):
-        return []
-    calling = any(step.get("tool_calls") for _, step in listed)
-    out = []
-    for n in range(len(listed), len(steps)):
-        step = steps[n] if isinstance(steps[n], dict) else {}
-        action = str(step.get("action") or "").strip()
-        calls = []
-        if calling and re.fullmatch(r"[\w-]+", action):
-            calls = [{"name": action, "arguments": "{}"}]
-        content = message_text(step.get("response")) or message_text(step.get("thought"))
-        out.append((f"trajectory[{n}]", {"content": content, "tool_calls": calls}))
-    return out
-
-
-def _traj_model_name(traj: dict[str, Any]) -> str | None:
-    config: Any = traj.get("replay_config")
-    try:
-        if isinstance(config, str):
-            config = json.loads(config)
-        name = config["agent"]["model"]["name"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        return None
-    return name if isinstance(name, str) else None
+    return Script(steps=steps, model=model or recorded_model_name(traj))
 
 
 # --------------------------------------------------------------------------- usage

@@ -15,10 +15,11 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.core.loop import MESSAGE_FIELDS, Agent, AgentConfig
+from agent.core.loop import Agent
+from agent.core.loop_config import MESSAGE_FIELDS, AgentConfig
 from agent.core.prompts import CONFIG_ONLY, default_prompt
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.models import Model
 from agent.pgs.guard import SAFE_GIT
 from agent.record.pgs import TesterConversation
@@ -119,7 +120,7 @@ def run_tester(
     ``note`` follows the issue in the Tester's first message (a later turn's reason: the
     validation report of its first set, or the rules already written). ``base``: the
     original code's commit, restored when the Tester ends. ``generator_config``: the
-    Generator's agent section, whose texts (:data:`~agent.core.loop.MESSAGE_FIELDS`: the
+    Generator's agent section, whose texts (:data:`~agent.core.loop_config.MESSAGE_FIELDS`: the
     observation, format-error and cut-output templates) the Tester's loop says too.
     """
     instance = config.instance_template

@@ -14,10 +14,10 @@ import shlex
 from collections.abc import Callable
 from typing import Literal
 
-from agent.core.loop import AgentConfig
+from agent.core.loop_config import AgentConfig
 from agent.core.prompts import render_text
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import ModelError
 from agent.models import Model
 from agent.pgs.feedback import IO_MODES

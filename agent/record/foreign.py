@@ -1,5 +1,8 @@
-"""Other agents' trajectories as a :class:`~agent.record.trajectory.RunRecord`, saying what
-they lacked: :func:`convert`.
+"""Other agents' trajectories, read in one place: as a :class:`~agent.record.trajectory.RunRecord`
+saying what they lacked (:func:`convert`), and as the model replies a recorded run holds
+(:func:`trajectory_replies`: what the replay model answers with, and what ``pgs replay`` and the
+inspector compare reply by reply), with the command mini-swe-agent ran for each
+(:func:`mini_command`).
 
 - pgs (``trajectory_format`` ``pgs-<n>``, or a ``pgs`` key, or a ``replay_config`` with
   ``sandbox`` and ``tools``): read as it is;
@@ -11,9 +14,10 @@ they lacked: :func:`convert`.
   it ran as its ``extra.actions``, tool call or bash block say, the next message as the
   observation with its exit code).
 
-Nothing here raises on a damaged file that is still a JSON object: every part that is absent,
-or present but unreadable (a value of the wrong type), becomes a sentence ``"missing: <what>"``
-in :attr:`RunRecord.missing` and the record goes without it.
+Nothing in :func:`convert` raises on a damaged file that is still a JSON object: every part
+that is absent, or present but unreadable (a value of the wrong type), becomes a sentence
+``"missing: <what>"`` in :attr:`RunRecord.missing` and the record goes without it. The replies
+of a file that is no recording (:func:`trajectory_kind`) raise ValueError.
 """
 
 from __future__ import annotations
@@ -38,7 +42,12 @@ PARTS = {
 }
 _RETURNCODE = re.compile(r"\A<returncode>(-?\d+)</returncode>")
 _DROPPED_STEP = re.compile(r"missing: trajectory\.(\d+) \(unreadable")
-_BASH_BLOCK = re.compile(r"```(?:bash|sh)\s*\n(.*?)\n```", re.S)
+#: The action of a mini-swe-agent text reply, as its parsers read it: 1.x's ```bash block,
+#: 2.x's ```mswea_bash_command (the body up to a line break and ```; exactly one).
+_MINI_BLOCKS = (
+    re.compile(r"```bash\s*\n(.*?)\n```", re.S),
+    re.compile(r"```mswea_bash_command\s*\n(.*?)\n```", re.S),
+)
 #: Keys only SWE-agent writes in ``info``.
 _SWE_AGENT_INFO = {"swe_agent_version", "swe_agent_hash", "edited_files30"}
 
@@ -239,7 +248,7 @@ def _from_mini(data: dict[str, Any], missing: list[str]) -> dict[str, Any]:
             code = int(found.group(1))
         steps.append(
             {
-                "action": _mini_command(message, content) or "",
+                "action": mini_command(message) or "",
                 "observation": observation,
                 "response": content,
                 "thought": content,
@@ -251,22 +260,6 @@ def _from_mini(data: dict[str, Any], missing: list[str]) -> dict[str, Any]:
     return out
 
 
-def _mini_command(message: dict[str, Any], content: str) -> str | None:
-    """The command of a mini-swe-agent reply: 2.x's recorded action, a tool call, a bash block."""
-    extra = message.get("extra")
-    actions = extra.get("actions") if isinstance(extra, dict) else None
-    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
-        return str(actions[0].get("command", "")).strip()
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and calls and isinstance(calls[0], dict):
-        function = calls[0].get("function") or {}
-        arguments = _json_object(str(function.get("arguments") or ""))
-        if arguments is not None and "command" in arguments:
-            return str(arguments["command"])
-    blocks = _BASH_BLOCK.findall(content)
-    return blocks[0].strip() if len(blocks) == 1 else None
-
-
 def message_text(content: Any) -> str:
     """The text of a message's content: a string, or a list of parts with ``text`` (OpenAI's and
     litellm's shapes); anything else is no text."""
@@ -275,3 +268,123 @@ def message_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return ""
+
+
+# -- a recording's replies ------------------------------------------------------------------------
+
+
+def mini_command(message: dict[str, Any]) -> str | None:
+    """The command mini-swe-agent ran for a reply: 2.x's recorded action (``extra.actions``),
+    else the first tool call's ``command`` argument, else the reply's one action block (1.x's
+    ```` ```bash ````, 2.x's ```` ```mswea_bash_command ````); None when it has none."""
+    extra = message.get("extra")
+    actions = extra.get("actions") if isinstance(extra, dict) else None
+    if isinstance(actions, list) and actions and isinstance(actions[0], dict):
+        return str(actions[0].get("command", "")).strip()
+    reply = reply_of(message) or {"content": "", "tool_calls": []}
+    calls = reply["tool_calls"]
+    if calls:
+        arguments = calls[0]["arguments"]
+        if not isinstance(arguments, dict):
+            arguments = _json_object(str(arguments or ""))
+        if arguments is not None and "command" in arguments:
+            return str(arguments["command"])
+    for pattern in _MINI_BLOCKS:
+        blocks = pattern.findall(reply["content"])
+        if len(blocks) == 1 and blocks[0].strip():
+            return str(blocks[0]).strip()
+    return None
+
+
+def trajectory_kind(traj: Any) -> str:
+    """Who wrote a recorded run: ``mini-swe-agent`` (``messages``), else ``swe-agent`` / ``pgs``
+    (``history``; pgs's has a ``pgs`` record or a config with ``sandbox`` and ``tools``).
+    Raises ValueError for anything else."""
+    if not isinstance(traj, dict):
+        raise ValueError("expected a JSON object")
+    if isinstance(traj.get("messages"), list):
+        return "mini-swe-agent"
+    if not isinstance(traj.get("history"), list):
+        raise ValueError("no 'history' or 'messages' list")
+    config = traj.get("replay_config")
+    if "pgs" in traj or (isinstance(config, dict) and {"sandbox", "tools"} <= set(config)):
+        return "pgs"
+    return "swe-agent"
+
+
+def reply_of(message: Any) -> dict[str, Any] | None:
+    """A message that is a model reply as a reply step (``content``, ``tool_calls`` as ``name``
+    and ``arguments``): an assistant message, or mini-swe-agent 2.x's Responses API ``output``;
+    None for any other message."""
+    if not isinstance(message, dict):
+        return None
+    if message.get("role") == "assistant":
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", call)
+            calls.append({"name": function.get("name"), "arguments": function.get("arguments")})
+        return {"content": message_text(message.get("content")), "tool_calls": calls}
+    if isinstance(message.get("output"), list):  # mini 2.x, a Responses API reply
+        items = [o for o in message["output"] if isinstance(o, dict)]
+        text = "".join(message_text(o.get("content")) for o in items if o.get("type") == "message")
+        calls = [
+            {"name": o.get("name"), "arguments": o.get("arguments")}
+            for o in items
+            if o.get("type") == "function_call"
+        ]
+        return {"content": text, "tool_calls": calls}
+    return None
+
+
+def trajectory_replies(traj: Any, agent: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """The model's replies of a recorded run, in order, as ``(where, step)``: ``where`` names
+    the message (``history[7]``, ``messages[4]``), ``step`` is a reply step (content, tool
+    calls). ``agent``: only that agent's messages (a pgs ``.traj`` holds the Tester's too)."""
+    kind = trajectory_kind(traj)
+    key = "messages" if kind == "mini-swe-agent" else "history"
+    replies = []
+    for i, message in enumerate(traj[key]):
+        if not isinstance(message, dict) or message.get("is_demo"):
+            continue
+        if agent and message.get("agent", agent) != agent:
+            continue
+        raw = reply_of(message)
+        if raw is not None:
+            replies.append((f"{key}[{i}]", raw))
+    if kind == "swe-agent" and not agent:
+        replies += _unlisted_steps(traj, replies)
+    return replies
+
+
+def _unlisted_steps(traj: dict[str, Any], listed: list[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The replies a SWE-agent ``.traj`` keeps only in ``trajectory``: some 1.x runs saved the
+    history before their last step (SWE-agent's own test data: the ``submit`` of
+    ``6e44b9__sweagenttestrepo-1c2844.traj`` is its fifth step, its history holds four replies).
+    A step's ``response`` is the reply; in a run with tool calls, an action of one word (the
+    submission) was a call of that tool without arguments."""
+    steps = traj.get("trajectory")
+    if not isinstance(steps, list) or len(steps) <= len(listed):
+        return []
+    calling = any(step.get("tool_calls") for _, step in listed)
+    out = []
+    for n in range(len(listed), len(steps)):
+        step = steps[n] if isinstance(steps[n], dict) else {}
+        action = str(step.get("action") or "").strip()
+        calls = []
+        if calling and re.fullmatch(r"[\w-]+", action):
+            calls = [{"name": action, "arguments": "{}"}]
+        content = message_text(step.get("response")) or message_text(step.get("thought"))
+        out.append((f"trajectory[{n}]", {"content": content, "tool_calls": calls}))
+    return out
+
+
+def recorded_model_name(traj: dict[str, Any]) -> str | None:
+    """The model a SWE-agent or pgs run was recorded with (``replay_config.agent.model.name``)."""
+    config: Any = traj.get("replay_config")
+    try:
+        if isinstance(config, str):
+            config = json.loads(config)
+        name = config["agent"]["model"]["name"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        return None
+    return name if isinstance(name, str) else None

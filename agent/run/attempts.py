@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.core.loop import Agent, RunResult
 from agent.core.secrets import Redactor
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import InputError
 from agent.models import GlobalStats, get_model
 from agent.pgs.feedback import get_counter

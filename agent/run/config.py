@@ -21,7 +21,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from agent.core.loop import AgentConfig
+from agent.core.loop_config import AgentConfig
 from agent.core.prompts import config_only
 from agent.core.tools import Toolset
 from agent.errors import ConfigError

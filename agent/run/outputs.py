@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 
 from agent.core.loop import RunResult
-from agent.core.trajectory import Trajectory, write_atomic
+from agent.core.trajectory_file import Trajectory, write_atomic
 from agent.errors import InputError, OutputNotWritten
 from agent.pgs.compare import prediction_fields
 from agent.run.config import RunConfig

@@ -6,7 +6,7 @@ key)."""
 from __future__ import annotations
 
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.models import (
     GlobalStats,
     ModelConfig,

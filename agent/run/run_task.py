@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agent.core.loop import Agent, RunResult
 from agent.core.secrets import Redactor
-from agent.core.trajectory import Trajectory, write_atomic
+from agent.core.trajectory_file import Trajectory, write_atomic
 from agent.errors import OutputNotWritten, RunFailed
 from agent.models import GlobalStats, get_model
 from agent.pgs.shared import SharedProperties

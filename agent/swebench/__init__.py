@@ -4,6 +4,13 @@
 - :mod:`agent.swebench.specs`: the environment of an instance (the harness's steps);
 - :mod:`agent.swebench.images`: instance images, built or pulled;
 - :mod:`agent.swebench.grading`: evaluation scripts and swebench's grading.
+
+Layer 2, beside :mod:`agent.github` and :mod:`agent.inspect` (neither imports the other):
+imports :mod:`agent.run`, :mod:`agent.pgs`, :mod:`agent.core`, :mod:`agent.models`,
+:mod:`agent.record`, :mod:`agent.errors` and :mod:`envs`. Entry points: :func:`load_instances`,
+the batch (:mod:`agent.swebench.batch`, ``pgs batch``), the evaluation
+(:mod:`agent.swebench.evaluate`, ``pgs eval``) and :mod:`agent.swebench.selection` (``pgs
+select``).
 """
 
 from agent.errors import InstanceError

@@ -67,7 +67,7 @@ from rich.live import Live
 
 from agent.core.locks import claim, folder_lock
 from agent.core.secrets import Redactor
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.errors import (
     INFRASTRUCTURE_ERRORS,
     INTERRUPTED,

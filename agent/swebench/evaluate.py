@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.errors import Interrupted, MissingData
 from agent.swebench import (
     APPLY_PATCH_FAIL,

@@ -9,6 +9,8 @@ layer and the repository at one commit. The public API of the package; see the m
 - :mod:`envs.images.git`: the repository as it goes into an image;
 - :mod:`envs.images.housekeeping`: listing and removing what pgs made;
 - :mod:`envs.images.tools`: the tools layer (folders and a step, the package indexes in reach).
+
+Part of :mod:`envs`: imports nothing of ``agent``; what it exports here is what callers use.
 """
 
 from envs.images.base import (

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from agent.core.loop import Agent, AgentConfig, RunResult
+from agent.core.loop import Agent, RunResult
+from agent.core.loop_config import AgentConfig
 from agent.core.tools import Toolset, default_bundle_paths
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import BadRequest
 from agent.models import ModelConfig, ReplayModel, RetryConfig
 from agent.models.script_format import message_tokens

@@ -19,7 +19,7 @@ from agent.core.secrets import (
     host_secrets,
     is_secret,
 )
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.run.config import load_config
 
 CANARY = f"canary-{uuid.uuid4().hex[:16]}"

@@ -11,9 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_loaders_stay_importable_from_agent_inspect_load() -> None:
-    """load.py re-exports what moved to trajectory.py and batch.py (issue 14)."""
+    """load.py re-exports what moved to trajectory_view.py and batch_view.py (issues 14, 34)."""
     import agent.inspect
-    from agent.inspect import batch, trajectory
+    from agent.inspect import batch_view as batch
+    from agent.inspect import trajectory_view as trajectory
     from agent.inspect import lenient as fields
 
     load = importlib.import_module("agent.inspect.load")  # the package's `load` is the function
@@ -25,7 +26,7 @@ def test_the_loaders_stay_importable_from_agent_inspect_load() -> None:
 def test_a_batch_row_with_a_damaged_pgs_record_still_loads(tmp_path: Path) -> None:
     """A hand-edited or truncated record (a round that is not a table) must not stop the batch
     page: the row keeps what the trajectory itself says."""
-    from agent.inspect.batch import load_batch
+    from agent.inspect.batch_view import load_batch
 
     data = json.loads((ROOT / "tests" / "data" / "pgs-demo-bce24f8.traj").read_text())
     data["pgs"]["rounds"] = ["not a round"]

@@ -8,18 +8,18 @@ import json
 from pathlib import Path
 
 from agent.inspect.load import load
-from agent.inspect.model import Batch, Trajectory
+from agent.inspect.model import Batch, TrajectoryView
 from tests.models.test_replay_formats import FIRST, LAST, V1, V2_TOOLCALLS
 
 REFUSED = "```bash\nls\n```\nthen\n```bash\npwd\n```"
 FORMAT_ERROR = "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."
 
 
-def loaded(tmp_path: Path, data: dict[str, object]) -> Trajectory:
+def loaded(tmp_path: Path, data: dict[str, object]) -> TrajectoryView:
     path = tmp_path / "flask-1.traj.json"
     path.write_text(json.dumps(data))
     traj = load(path)
-    assert isinstance(traj, Trajectory)
+    assert isinstance(traj, TrajectoryView)
     return traj
 
 
@@ -63,4 +63,4 @@ def test_minis_results_folder_is_a_batch_and_a_run_folder_a_run(tmp_path: Path) 
         ("b__b-2", "Submitted", 2),
     ]
     one = load(trajs / "a__a-1")
-    assert isinstance(one, Trajectory) and one.instance_id == "a__a-1"
+    assert isinstance(one, TrajectoryView) and one.instance_id == "a__a-1"

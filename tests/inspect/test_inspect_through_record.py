@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent.inspect.load import InspectError, load
-from agent.inspect.model import Trajectory
+from agent.inspect.model import TrajectoryView
 from agent.record.foreign import record_of
 from agent.record.trajectory import RunRecord
 from tests.models.test_replay_formats import V1
@@ -18,9 +18,9 @@ from tests.models.test_replay_formats import V1
 DATA = Path(__file__).parent.parent / "data"
 
 
-def loaded(path: Path) -> Trajectory:
+def loaded(path: Path) -> TrajectoryView:
     traj = load(path)
-    assert isinstance(traj, Trajectory)
+    assert isinstance(traj, TrajectoryView)
     return traj
 
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from agent.core.loop import RunResult
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import CheckNotRun
 from agent.github.pr import refusal
-from agent.inspect.trajectory import load_trajectory
-from agent.inspect.tui_text import pgs_text
+from agent.inspect.trajectory_view import load_trajectory
+from agent.inspect.tui_pgs_text import pgs_text
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.check import check_candidate
 from agent.pgs.config import PGSConfig

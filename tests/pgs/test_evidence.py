@@ -28,7 +28,7 @@ from agent.core.loop import RunResult
 from agent.github.pr import evidence, refusal
 from agent.inspect.html import write_trajectory
 from agent.inspect.load import load
-from agent.inspect.model import Trajectory as InspectedTrajectory
+from agent.inspect.model import TrajectoryView as InspectedTrajectory
 from tests.pgs.test_pgs_rounds import (
     FIX_AT_ONCE,
     ISSUE_ONLY,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.pgs.config import PGSConfig
 from agent.pgs.feedback import failure_input, select_failure
 from agent.pgs.reviewer import PGS

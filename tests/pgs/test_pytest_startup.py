@@ -282,7 +282,7 @@ def test_pytester_runs_inherit_the_pinned_plugins_and_not_the_others(
 def test_the_rerun_command_is_the_checks_own_pin_included(
     host: tuple[Host, LocalSandbox, CheckSettings], tmp_path: Path
 ) -> None:
-    from agent.core.trajectory import Trajectory
+    from agent.core.trajectory_file import Trajectory
     from agent.pgs.config import PGSConfig
     from agent.pgs.reviewer import PGS
     from agent.pgs.tokens import SimpleCounter

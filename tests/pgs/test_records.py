@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agent.core.loop import RunResult
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.github.pr import evidence, refusal
 from agent.pgs.compare import prediction_fields
 from agent.record.pgs import (

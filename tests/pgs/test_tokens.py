@@ -341,7 +341,7 @@ def test_an_sglang_server_counts_through_its_tokenize_endpoint() -> None:
 
 
 def _pgs(tmp_path: Path, counter: Any, status: list[str]) -> Any:
-    from agent.core.trajectory import Trajectory
+    from agent.core.trajectory_file import Trajectory
     from agent.pgs.config import PGSConfig
     from agent.pgs.reviewer import PGS
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent.core.loop import Agent, AgentConfig, RunResult
+from agent.core.loop import Agent, RunResult
+from agent.core.loop_config import AgentConfig
 from agent.core.tools import Toolset
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.models import ModelConfig, ReplayModel
 from agent.pgs.validate import drop_contradictions, explicit_examples
 from agent.pgs.verdict import judge

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.record.foreign import convert
 from agent.record.pgs import PGSRecord
 from agent.record.steps import Info, Step

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from agent.cli import main
-from agent.core.loop import AgentConfig
+from agent.core.loop_config import AgentConfig
 from agent.core.prompts import DEFAULT_CONFIG
 from agent.errors import ConfigError
 from agent.models.script_server import ScriptedServer

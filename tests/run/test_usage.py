@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.core.loop import RunResult
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.run.outputs import usage
 
 

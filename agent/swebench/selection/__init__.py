@@ -7,4 +7,7 @@
   once per instance and run against every candidate;
 - :mod:`agent.swebench.selection.rank`: the order and the reason;
 - :mod:`agent.swebench.selection.run`: every instance, resumably, and the output files.
+
+Part of :mod:`agent.swebench` (layer 2), under the same imports. Entry point:
+:mod:`agent.swebench.selection.run`.
 """

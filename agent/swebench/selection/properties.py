@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.core.secrets import Redactor
-from agent.core.trajectory import Trajectory
+from agent.core.trajectory_file import Trajectory
 from agent.errors import InputError
 from agent.models import get_model
 from agent.pgs.feedback import get_counter

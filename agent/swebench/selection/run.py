@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.core.trajectory import write_atomic
+from agent.core.trajectory_file import write_atomic
 from agent.pgs.runner import CheckSettings
 from agent.record.selection import InstanceSelection, SelectCandidate, SelectionRecord
 from agent.run.config import RunConfig

@@ -1,7 +1,7 @@
 """One trajectory as the page shows it: a ``.traj`` file in pgs's layout or SWE-agent's, or a
 mini-swe-agent trajectory, read into the one run record (:func:`agent.record.foreign.record_of`:
 a :class:`~agent.record.trajectory.RunRecord`, with what a foreign file lacked in its
-``missing``), then shown as a :class:`Trajectory` built from that record alone.
+``missing``), then shown as a :class:`TrajectoryView` built from that record alone.
 
 mini-swe-agent's steps are rebuilt from the record's ``history`` (its messages,
 :mod:`agent.inspect.recording`): each reply, the command it ran and the observation that
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.errors import InspectError
-from agent.inspect.attempts import read_attempts
+from agent.inspect.attempts_view import read_attempts
 from agent.inspect.diff import parse_diff
 from agent.inspect.lenient import (
     KINDS,
@@ -34,7 +34,7 @@ from agent.inspect.lenient import (
     read_json,
     usage_of,
 )
-from agent.inspect.model import Round, StepView, Trajectory
+from agent.inspect.model import Round, StepView, TrajectoryView
 from agent.inspect.pgs_record import read_pgs
 from agent.inspect.recording import recorded_replies
 from agent.record.foreign import (
@@ -65,7 +65,7 @@ _ISSUE_MARKS = (
 )
 
 
-def load_trajectory(path: Path) -> Trajectory:
+def load_trajectory(path: Path) -> TrajectoryView:
     """One ``.traj`` file (any writer's); :class:`InspectError` if it is not a trajectory."""
     path = Path(path)
     return trajectory_from_dict(read_json(path), path=path)
@@ -73,7 +73,7 @@ def load_trajectory(path: Path) -> Trajectory:
 
 def trajectory_from_dict(
     data: Any, *, path: Path | None = None, instance_id: str | None = None
-) -> Trajectory:
+) -> TrajectoryView:
     """A trajectory from a ``.traj``'s parsed content, read through the run record
     (:func:`agent.record.foreign.record_of`); :class:`InspectError` if it is none."""
     try:
@@ -92,7 +92,7 @@ def trajectory_from_record(
     path: Path | None = None,
     instance_id: str | None = None,
     sub: bool = False,
-) -> Trajectory:
+) -> TrajectoryView:
     """The page's view of a run record; whatever it lacks becomes a missing note.
 
     ``sub``: a conversation stored inside another trajectory (a Tester turn), which has no
@@ -108,7 +108,7 @@ def trajectory_from_record(
     replay = record.replay_config
     if "replay_config" not in given and not sub:
         missing.append("missing: replay_config (the run's configuration)")
-    traj = Trajectory(
+    traj = TrajectoryView(
         record=record,
         path=path,
         instance_id=instance_id or _instance_id(info, replay, path),
@@ -145,7 +145,7 @@ def trajectory_from_record(
 
 def _mini_trajectory(
     record: RunRecord, *, path: Path | None, instance_id: str | None
-) -> Trajectory:
+) -> TrajectoryView:
     """A mini-swe-agent trajectory: steps rebuilt from its messages (the record's history)."""
     missing: list[str] = []
     info = record.info
@@ -153,7 +153,7 @@ def _mini_trajectory(
         missing.append("missing: info (exit status, submission, model stats)")
     name = path.name.removesuffix(".json").removesuffix(".traj") if path else "trajectory"
     own_id = (record.model_extra or {}).get("instance_id")
-    traj = Trajectory(
+    traj = TrajectoryView(
         record=record,
         path=path,
         instance_id=instance_id or str(own_id or info.instance_id or name),
@@ -196,7 +196,7 @@ def _mini_trajectory(
     return traj
 
 
-def _tester_conversation(record: RunRecord, key: str) -> Trajectory:
+def _tester_conversation(record: RunRecord, key: str) -> TrajectoryView:
     """A Tester turn's conversation, stored inside the trajectory under ``key``."""
     return trajectory_from_record(record, instance_id=key, sub=True)
 
@@ -301,7 +301,7 @@ def _steps_from_history(history: list[Any]) -> list[StepView]:
 
 
 def _read_info(
-    traj: Trajectory,
+    traj: TrajectoryView,
     info: Info,
     replay: dict[str, Any],
     missing: list[str],

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from agent.errors import InspectError, ReportError
 from agent.inspect.lenient import KINDS, as_dict, as_float, as_int, read_json
-from agent.inspect.model import Batch, BatchRow, Trajectory
-from agent.inspect.trajectory import trajectory_from_dict
+from agent.inspect.model import Batch, BatchRow, TrajectoryView
+from agent.inspect.trajectory_view import trajectory_from_dict
 from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions
 from agent.record.trajectory import RunRecord
 
@@ -84,7 +84,7 @@ def load_batch(
     folder: Path,
     *,
     eval_report: Path | None = None,
-    on_trajectory: Callable[[Trajectory], None] | None = None,
+    on_trajectory: Callable[[TrajectoryView], None] | None = None,
 ) -> Batch:
     """One row per instance of a batch folder. Each trajectory is read once; ``on_trajectory``
     gets it (to render its page) before it is let go, so a large batch is never all in memory.
@@ -121,7 +121,7 @@ def _row(
     iid: str,
     traj_path: Path | None,
     pred: dict[str, Any],
-    on_trajectory: Callable[[Trajectory], None] | None,
+    on_trajectory: Callable[[TrajectoryView], None] | None,
 ) -> BatchRow:
     """One instance's row: from its trajectory, or from its prediction when there is none."""
     row = BatchRow(instance_id=iid, traj_path=traj_path)
@@ -154,7 +154,7 @@ def _report_fields(record: RunRecord) -> dict[str, Any] | None:
         return None
 
 
-def _fill_row(row: BatchRow, traj: Trajectory) -> None:
+def _fill_row(row: BatchRow, traj: TrajectoryView) -> None:
     row.exit_status = traj.exit_status
     row.steps = len(traj.steps)
     row.duration = traj.duration

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent.errors import InspectError
-from agent.inspect.attempts import interdiff_view
+from agent.inspect.attempts_view import interdiff_view
 from agent.inspect.diff import parse_diff
 from agent.inspect.lenient import read_json
 from agent.inspect.model import Diff, InstanceSelectionView, SelectCandidateView, SelectionView
