@@ -14,8 +14,8 @@ def test_the_loaders_stay_importable_from_agent_inspect_load() -> None:
     """load.py re-exports what moved to trajectory_view.py and batch_view.py (issues 14, 34)."""
     import agent.inspect
     from agent.inspect import batch_view as batch
-    from agent.inspect import trajectory_view as trajectory
     from agent.inspect import lenient as fields
+    from agent.inspect import trajectory_view as trajectory
 
     load = importlib.import_module("agent.inspect.load")  # the package's `load` is the function
     assert load.load_trajectory is trajectory.load_trajectory is agent.inspect.load_trajectory
