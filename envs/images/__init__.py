@@ -59,7 +59,7 @@ from envs.images.git import (
     resolve_commit,
     show,
 )
-from envs.images.housekeeping import PgsObjects, list_pgs, prune
+from envs.images.housekeeping import PgsObjects, clear_cache, list_pgs, prune
 from envs.images.repo import (
     REPO_PATH,
     RepoImage,
@@ -97,6 +97,7 @@ __all__ = [
     "check_python",
     "choose_python",
     "clean_requirements",
+    "clear_cache",
     "dependency_files",
     "detect_dependencies",
     "digest",
