@@ -6,6 +6,7 @@ layer and the repository at one commit. The public API of the package; see the m
 - :mod:`envs.images.repo`: repository images;
 - :mod:`envs.images.build`: building layers, the cache, locks;
 - :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
+- :mod:`envs.images.buildproxy`: the proxy that is a build's only way out;
 - :mod:`envs.images.git`: the repository as it goes into an image;
 - :mod:`envs.images.housekeeping`: listing and removing what pgs made;
 - :mod:`envs.images.tools`: the tools layer (folders and a step, the package indexes in reach).
