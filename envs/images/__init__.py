@@ -2,7 +2,9 @@
 layer and the repository at one commit. The public API of the package; see the modules:
 
 - :mod:`envs.images.base`: base images (Debian's Python, a compiler, git);
-- :mod:`envs.images.detect`: what a repository needs, read from its files;
+- :mod:`envs.images.detect`: what a repository needs, read from its files (with
+  :mod:`~envs.images.metadata`, :mod:`~envs.images.testsetup`; the user's overrides:
+  :mod:`~envs.images.spec`);
 - :mod:`envs.images.repo`: repository images;
 - :mod:`envs.images.build`: building layers, the cache, locks;
 - :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
@@ -42,16 +44,7 @@ from envs.images.build import (
     recipe,
     venv_steps,
 )
-from envs.images.detect import (
-    TEST_EXTRAS,
-    DependencyPlan,
-    RepoImageSpec,
-    choose_python,
-    clean_requirements,
-    detect_dependencies,
-    extras_of_test_setup,
-    included_files,
-)
+from envs.images.detect import DependencyPlan, choose_python, detect_dependencies
 from envs.images.git import (
     dependency_files,
     has_commit,
@@ -61,6 +54,7 @@ from envs.images.git import (
     show,
 )
 from envs.images.housekeeping import PgsObjects, clear_cache, list_pgs, prune
+from envs.images.metadata import TEST_EXTRAS, clean_requirements, included_files
 from envs.images.repo import (
     REPO_PATH,
     RepoImage,
@@ -69,6 +63,8 @@ from envs.images.repo import (
     load_repo_spec,
     repo_image_name,
 )
+from envs.images.spec import RepoImageSpec
+from envs.images.testsetup import extras_of_test_setup
 from envs.images.tools import tools_layer
 
 __all__ = [
