@@ -1,6 +1,6 @@
 """Bytes to and from a container: the frames of its attach socket (the helper's channel,
 :class:`SocketChannel`) and the tar archives ``put_archive`` takes (:func:`tar_path`,
-:func:`tar_bytes`)."""
+:func:`tar_files`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import struct
 import tarfile
 import threading
 import time
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 
@@ -81,10 +82,18 @@ def tar_path(local: Path, name: str) -> bytes:
     return buf.getvalue()
 
 
-def tar_bytes(name: str, data: bytes, mode: int = 0o644) -> bytes:
+def tar_files(files: Mapping[str, bytes], mode: int = 0o644) -> bytes:
+    """A tar archive of ``files`` (path in the archive -> content), with their folders."""
     buf = io.BytesIO()
+    now = int(time.time())
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(name)
-        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-        tar.addfile(info, io.BytesIO(data))
+        folders = sorted({str(p) for name in files for p in PurePosixPath(name).parents} - {"."})
+        for folder in folders:
+            info = tarfile.TarInfo(folder)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
+            tar.addfile(info)
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), mode, now
+            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()

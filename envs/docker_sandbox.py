@@ -1,10 +1,10 @@
 """DockerSandbox: one container per task, one helper process inside it.
 
-The helper (``envs/helper/pgs_helper.py``) is the container's main process, under Docker's init
-(which reaps orphans), with its stdin attached; every command is a JSON line over the attach
-socket: well under a millisecond of overhead instead of the ~80 ms of a ``docker exec`` per
-command, and each command still runs in a fresh process group with its own working directory
-and environment, killed whole on timeout.
+The helper (``envs/helper/pgs_helper.py`` and its modules, copied to :data:`HELPER_DIR`) is the
+container's main process, under Docker's init (which reaps orphans), with its stdin attached;
+every command is a JSON line over the attach socket: well under a millisecond of overhead
+instead of the ~80 ms of a ``docker exec`` per command, and each command still runs in a fresh
+process group with its own working directory and environment, killed whole on timeout.
 
 The container lives no longer than its owner, this process, whatever ends it (SIGKILL
 included): Docker closes the helper's stdin when the attach connection closes (``StdinOnce``);
@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import posixpath
 import re
 import shlex
 import threading
@@ -45,15 +46,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from envs.channel import CANCEL, HelperSandbox, helper_source
+from envs.channel import CANCEL, HELPER_SCRIPT, HelperSandbox, helper_files
 from envs.disk_watch import DiskWatch, megabytes
 from envs.docker_config import DockerSandboxConfig, parse_size
-from envs.docker_io import SocketChannel, tar_bytes, tar_path
+from envs.docker_io import SocketChannel, tar_files, tar_path
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
 from envs.sandbox import CommandResult
 
-HELPER_PATH = "/tmp/pgs_helper.py"
+#: The helper's folder in the container (its files: ``envs.channel.helper_files``), its script.
+HELPER_DIR = "/tmp/pgs-helper"
+HELPER_PATH = f"{HELPER_DIR}/{HELPER_SCRIPT}"
 #: Storage drivers that can give a container a size quota (``--storage-opt size``).
 QUOTA_DRIVERS = {"overlay2", "btrfs", "zfs"}
 
@@ -136,7 +139,9 @@ class DockerSandbox(HelperSandbox):
                     raise
                 quota = False
                 self.container = self._create(environment, hardening)
-            self.container.put_archive("/tmp", tar_bytes(Path(HELPER_PATH).name, helper_source()))
+            parent, folder = posixpath.split(HELPER_DIR)
+            helper = {f"{folder}/{name}": data for name, data in helper_files().items()}
+            self.container.put_archive(parent, tar_files(helper))
             # Attached before the start, so that no byte of the helper's output is missed.
             sock = self.client.api.attach_socket(
                 self.container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
@@ -254,7 +259,8 @@ class DockerSandbox(HelperSandbox):
         written = [
             change["Path"]
             for change in self.container.diff() or []
-            if change["Path"] not in ("/tmp", HELPER_PATH)
+            if change["Path"] not in ("/tmp", HELPER_DIR)
+            and not change["Path"].startswith(f"{HELPER_DIR}/")
         ]
         if not written:
             image = str(self.container.attrs["Image"])
