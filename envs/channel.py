@@ -49,9 +49,15 @@ logger = logging.getLogger(__name__)
 REPLY_GRACE = 30.0
 
 
-def helper_source() -> bytes:
-    """The helper script, as shipped in the package."""
-    return (Path(__file__).parent / "helper" / "pgs_helper.py").read_bytes()
+#: The helper's script among its files (:func:`helper_files`): what the sandbox runs.
+HELPER_SCRIPT = "pgs_helper.py"
+
+
+def helper_files() -> dict[str, bytes]:
+    """The helper's files as shipped in the package (name -> content): its script and the
+    modules it imports from its own folder, which go into one folder of the sandbox together."""
+    folder = Path(__file__).parent / "helper"
+    return {path.name: path.read_bytes() for path in sorted(folder.glob("pgs_helper*.py"))}
 
 
 class Channel(Protocol):

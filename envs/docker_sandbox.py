@@ -1,10 +1,10 @@
 """DockerSandbox: one container per task, one helper process inside it.
 
-The helper (``envs/helper/pgs_helper.py``) is the container's main process, under Docker's init
-(which reaps orphans), with its stdin attached; every command is a JSON line over the attach
-socket: well under a millisecond of overhead instead of the ~80 ms of a ``docker exec`` per
-command, and each command still runs in a fresh process group with its own working directory
-and environment, killed whole on timeout.
+The helper (``envs/helper/pgs_helper.py`` and its modules, copied to :data:`HELPER_DIR`) is the
+container's main process, under Docker's init (which reaps orphans), with its stdin attached;
+every command is a JSON line over the attach socket: well under a millisecond of overhead
+instead of the ~80 ms of a ``docker exec`` per command, and each command still runs in a fresh
+process group with its own working directory and environment, killed whole on timeout.
 
 The container lives no longer than its owner, this process, whatever ends it (SIGKILL
 included): Docker closes the helper's stdin when the attach connection closes (``StdinOnce``);
@@ -35,256 +35,32 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import logging
+import posixpath
 import re
 import shlex
-import socket
-import struct
-import tarfile
 import threading
-import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
-
-from envs.channel import CANCEL, HelperSandbox, helper_source
+from envs.channel import CANCEL, HELPER_SCRIPT, HelperSandbox, helper_files
+from envs.disk_watch import DiskWatch, megabytes
+from envs.docker_config import DockerSandboxConfig, parse_size
+from envs.docker_io import SocketChannel, tar_files, tar_path
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
-from envs.registry import SandboxSettings
-from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, CommandResult
+from envs.sandbox import CommandResult
 
-HELPER_PATH = "/tmp/pgs_helper.py"
-#: The capabilities a coding agent's work needs as root (see the module docstring).
-CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "FOWNER")
+#: The helper's folder in the container (its files: ``envs.channel.helper_files``), its script.
+HELPER_DIR = "/tmp/pgs-helper"
+HELPER_PATH = f"{HELPER_DIR}/{HELPER_SCRIPT}"
 #: Storage drivers that can give a container a size quota (``--storage-opt size``).
 QUOTA_DRIVERS = {"overlay2", "btrfs", "zfs"}
 
 logger = logging.getLogger(__name__)
-
-
-class DockerSandboxConfig(SandboxSettings):
-    """A Docker container per task; see the module docstring for what is enforced."""
-
-    model_config = ConfigDict(extra="forbid")
-    takes_image: ClassVar[bool] = True
-    type: Literal["docker"] = "docker"
-    image: str | None = Field(
-        None, description="image to start; None: the repository's image (`pgs env build`)"
-    )
-    repo_path: str = Field("/repo", description="where the repository lives in the container")
-    network: bool = Field(False, description="give the container network access (off by default)")
-    memory: str = Field("4g", description="memory limit (Docker syntax: 512m, 4g)")
-    cpus: float = Field(2.0, gt=0, description="CPU limit, in cores")
-    pids_limit: int = Field(1024, gt=0, description="maximum number of processes")
-    timeout: float = Field(DEFAULT_TIMEOUT, gt=0, description="default time limit per command (s)")
-    max_output: int = Field(
-        DEFAULT_MAX_OUTPUT, gt=0, description="bytes of output kept per command"
-    )
-    env: dict[str, str] = Field(default_factory=dict, description="extra environment variables")
-    python: str = Field("python3", description="interpreter in the image that runs the helper")
-    startup_timeout: float = Field(60.0, gt=0, description="seconds to wait for the helper")
-    contain_processes: bool = Field(
-        True,
-        description="end every process a command started when it ends, whatever group or "
-        "session it moved to (off: only its process group; for benchmarks)",
-    )
-    capabilities: list[str] = Field(
-        default_factory=lambda: list(CAPABILITIES),
-        description="Linux capabilities kept (all others dropped); Docker's default set: "
-        "CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP "
-        "NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE",
-    )
-    no_new_privileges: bool = Field(
-        True, description="no process gains privileges through setuid binaries or file caps"
-    )
-    disk_limit: str | None = Field(
-        "8g",
-        description="most the sandbox may write to its filesystem (Docker syntax: 500m, 8g); "
-        "none: no limit",
-    )
-    disk_check_interval: float = Field(
-        30.0,
-        gt=0,
-        description="seconds between checks of the container's size while a command runs, "
-        "where the storage driver has no quota (each check costs the daemon a walk of the "
-        "container's files)",
-    )
-
-    @field_validator("disk_limit", mode="before")
-    @classmethod
-    def _size(cls, value: object) -> object:
-        if isinstance(value, str) and value.strip().lower() in ("", "none", "off", "0"):
-            return None
-        if isinstance(value, str):
-            parse_size(value)
-        return value
-
-    def image_tag(self) -> str | None:
-        return self.image
-
-
-def parse_size(text: str) -> int:
-    """Bytes in a size written as Docker writes them: 500m, 8g, 1.5G, 1024 (powers of 1024)."""
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*", text, re.IGNORECASE)
-    if not match:
-        raise ValueError(f"not a size: {text!r} (examples: 500m, 8g)")
-    return int(float(match[1]) * 1024 ** " kmgt".index(match[2].lower() or " "))
-
-
-class _SocketChannel:
-    """The attach socket of a container without a TTY: frames of (stream, length, payload)."""
-
-    def __init__(self, sock: Any) -> None:
-        self._holder = sock
-        self._sock: socket.socket = getattr(sock, "_sock", sock)
-        self._raw = bytearray()
-        self._stdout = bytearray()
-        self.stderr = bytearray()
-        self._eof = False
-        self._send_lock = threading.Lock()
-
-    def send(self, data: bytes) -> None:
-        with self._send_lock:  # the disk watch sends CANCEL from its own thread
-            self._sock.sendall(data)
-
-    def _fill(self) -> None:
-        chunk = self._sock.recv(1 << 20)
-        if not chunk:
-            self._eof = True
-            return
-        self._raw += chunk
-        while len(self._raw) >= 8:
-            stream, size = struct.unpack(">BxxxL", self._raw[:8])
-            if len(self._raw) < 8 + size:
-                break
-            payload = bytes(self._raw[8 : 8 + size])
-            del self._raw[: 8 + size]
-            if stream == 2:
-                self.stderr = (self.stderr + payload)[-4000:]
-            else:
-                self._stdout += payload
-
-    def readline(self, timeout: float | None) -> bytes:
-        # One deadline for the line: bytes trickling in must not restart the wait.
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while b"\n" not in self._stdout and not self._eof:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError
-                self._sock.settimeout(left)
-            else:
-                self._sock.settimeout(None)
-            self._fill()  # socket.timeout is a TimeoutError
-        end = self._stdout.find(b"\n") + 1 or len(self._stdout)
-        line = bytes(self._stdout[:end])
-        del self._stdout[:end]
-        return line
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._sock.shutdown(socket.SHUT_RDWR)
-        self._sock.close()
-        close = getattr(self._holder, "close", None)
-        if close is not None:
-            close()
-
-
-class _DiskWatch:
-    """Stops a command that grows the container's writable layer past ``limit`` bytes, for
-    storage drivers without a quota.
-
-    A thread measures the layer (``measure``) while a command runs, at most every
-    ``interval`` seconds (the clock runs across commands, so a run of short ones is checked
-    too). Over the limit and grown since the previous measure, the running command is stopped
-    (``cancel``); over the limit but not growing (``rm``, reading), it runs on. ``begin`` and
-    ``end`` bracket a command; ``end`` returns the size measured when it was stopped."""
-
-    def __init__(
-        self, measure: Callable[[], int], limit: int, interval: float, cancel: Callable[[], None]
-    ) -> None:
-        self._measure, self.limit, self.interval, self._cancel = measure, limit, interval, cancel
-        self._cond = threading.Condition()
-        self._running = 0  # the ticket of the running command, 0 when none runs
-        self._tickets = 0
-        self._stopped: dict[int, int] = {}
-        self._closed = False
-        self.used: int | None = None
-        threading.Thread(target=self._loop, name="pgs-disk-watch", daemon=True).start()
-
-    def begin(self) -> int:
-        with self._cond:
-            self._tickets += 1
-            self._running = self._tickets
-            self._cond.notify_all()
-            return self._running
-
-    def end(self, ticket: int) -> int | None:
-        with self._cond:
-            self._running = 0
-            return self._stopped.pop(ticket, None)
-
-    def close(self) -> None:
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-
-    def _moved_on(self, ticket: int) -> bool:
-        return self._closed or self._running != ticket
-
-    def _loop(self) -> None:
-        last = time.monotonic()
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._closed or self._running != 0)
-                if self._closed:
-                    return
-                ticket = self._running
-                delay = last + self.interval - time.monotonic()
-                if delay > 0:
-                    # The clock keeps running for the next command if this one ends first.
-                    self._cond.wait_for(partial(self._moved_on, ticket), delay)
-                    continue
-            try:
-                used = self._measure()
-            except Exception as e:  # the daemon is busy or the container is going away
-                logger.debug("could not measure the sandbox's disk use: %s", e)
-                last = time.monotonic()
-                continue
-            last = time.monotonic()
-            with self._cond:
-                grew = self.used is None or used > self.used
-                self.used = used
-                if used > self.limit and grew and self._running == ticket:
-                    self._stopped[ticket] = used
-                    # Under the lock: `end` cannot pass before the cancel is on its way, so it
-                    # never reaches the next command.
-                    self._cancel()
-
-
-def _megabytes(size: int) -> str:
-    return f"{size / 1e6:.0f} MB"
-
-
-def _tar(local: Path, name: str) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        tar.add(str(local), arcname=name)
-    return buf.getvalue()
-
-
-def _tar_bytes(name: str, data: bytes, mode: int = 0o644) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(name)
-        info.size, info.mode, info.mtime = len(data), mode, int(time.time())
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 class DockerSandbox(HelperSandbox):
@@ -325,7 +101,7 @@ class DockerSandbox(HelperSandbox):
         self.container: Any = None
         #: The snapshot images this sandbox's seals made (removed when it closes).
         self._snapshots: list[str] = []
-        self._disk_watch: _DiskWatch | None = None
+        self._disk_watch: DiskWatch | None = None
         #: How the disk limit is enforced: "quota" (storage driver), "check" or "none".
         self.disk_enforcement = "none"
         try:
@@ -363,12 +139,14 @@ class DockerSandbox(HelperSandbox):
                     raise
                 quota = False
                 self.container = self._create(environment, hardening)
-            self.container.put_archive("/tmp", _tar_bytes(Path(HELPER_PATH).name, helper_source()))
+            parent, folder = posixpath.split(HELPER_DIR)
+            helper = {f"{folder}/{name}": data for name, data in helper_files().items()}
+            self.container.put_archive(parent, tar_files(helper))
             # Attached before the start, so that no byte of the helper's output is missed.
             sock = self.client.api.attach_socket(
                 self.container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
-            self._channel = channel = _SocketChannel(sock)
+            self._channel = channel = SocketChannel(sock)
             self.container.start()
         self._attach(channel, timeout=cfg.startup_timeout)
         if cfg.contain_processes and not self.contained:
@@ -379,7 +157,7 @@ class DockerSandbox(HelperSandbox):
         if limit is not None:
             self.disk_enforcement = "quota" if quota else "check"
         if limit is not None and not quota:
-            self._disk_watch = _DiskWatch(
+            self._disk_watch = DiskWatch(
                 self._writable_size, limit, cfg.disk_check_interval, self._send_cancel
             )
         if repo is not None:
@@ -453,21 +231,21 @@ class DockerSandbox(HelperSandbox):
         if used is None:
             return result
         note = (
-            f"\npgs: command stopped: the sandbox's files grew to {_megabytes(used)}, over its "
+            f"\npgs: command stopped: the sandbox's files grew to {megabytes(used)}, over its "
             f"disk limit of {self.config.disk_limit} (sandbox.disk_limit); delete files to go on\n"
         )
         return dataclasses.replace(result, output=result.output + note, exit_code=-9)
 
     def _helper_stderr(self) -> str:
         channel = self._channel
-        if isinstance(channel, _SocketChannel) and channel.stderr:
+        if isinstance(channel, SocketChannel) and channel.stderr:
             return "helper said: " + channel.stderr.decode("utf-8", "replace")[-500:]
         return ""
 
     def upload(self, local: Path, remote: str) -> None:
         remote = self._abs(remote)
         parent, name = remote.rstrip("/").rsplit("/", 1)
-        data = _tar(Path(local), name)
+        data = tar_path(Path(local), name)
         with translate_errors(f"copying {local} into the sandbox"):
             self.container.exec_run(["mkdir", "-p", parent or "/"])
             if not self.container.put_archive(parent or "/", data):
@@ -481,7 +259,8 @@ class DockerSandbox(HelperSandbox):
         written = [
             change["Path"]
             for change in self.container.diff() or []
-            if change["Path"] not in ("/tmp", HELPER_PATH)
+            if change["Path"] not in ("/tmp", HELPER_DIR)
+            and not change["Path"].startswith(f"{HELPER_DIR}/")
         ]
         if not written:
             image = str(self.container.attrs["Image"])

@@ -29,7 +29,7 @@ INFRASTRUCTURE = 3
 
 def print_error(message: str) -> None:
     """``pgs: error: <message>`` on stderr (the message may continue on further lines): how
-    every command shows an error (:mod:`envs.cli`, and pgs's through :mod:`agent.errors`)."""
+    every command shows an error (`pgs env` directly, the others through :mod:`agent.errors`)."""
     print(f"pgs: error: {message}", file=sys.stderr)
 
 

@@ -33,7 +33,7 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict, Field
 
 from envs import scratch
-from envs.channel import HelperSandbox, helper_source
+from envs.channel import HELPER_SCRIPT, HelperSandbox, helper_files
 from envs.errors import NotAGitRepository
 from envs.registry import SandboxSettings
 from envs.sandbox import DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT, RESULTS_GITIGNORE
@@ -159,10 +159,13 @@ class LocalSandbox(HelperSandbox):
             self.home = str(self._tmp / "home")
             shutil.copytree(repo, self.repo_path, symlinks=True, ignore=_results_folders)
             os.makedirs(self.home)
-            helper = self._tmp / "pgs_helper.py"
-            helper.write_bytes(helper_source())
+            helper = self._tmp / "helper"
+            helper.mkdir()
+            for name, data in helper_files().items():
+                (helper / name).write_bytes(data)
             proc = subprocess.Popen(
-                [sys.executable, "-u", str(helper), "--state-dir", str(self._tmp / "sessions")]
+                [sys.executable, "-u", str(helper / HELPER_SCRIPT)]
+                + ["--state-dir", str(self._tmp / "sessions")]
                 + ([] if config.contain_processes else ["--no-contain"]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """``pgs``: the command line, one module per command (``run``, ``demo``, ``batch``, ``eval``,
-``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``, ``github``; ``env`` from
-:mod:`envs.cli`). Every user mistake (:data:`agent.errors.USER_ERRORS`) is one ``pgs:
+``report``, ``ladder``, ``inspect``, ``replay``, ``serve-script``, ``github``, ``env``).
+Every user mistake (:data:`agent.errors.USER_ERRORS`) is one ``pgs:
 error:`` line and exit code 2; a failure of the machine
 (:data:`agent.errors.INFRASTRUCTURE_ERRORS`: Docker, an image build, the disk) one line
 and 3; a run the loop ended with an error (:class:`agent.errors.RunFailed`, its files
@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from agent.cli import (
     batch,
     demo,
+    env,
     eval,
     github,
     inspect,
@@ -67,7 +68,6 @@ from agent.errors import (
 from agent.errors import print_error as _print_error
 from agent.run import runlog
 from envs import scratch
-from envs.cli import register as register_env
 
 #: Write failures that are the machine's, not a bug: one line and exit code 3.
 FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     run.register(commands)
     demo.register(commands)
-    register_env(commands)
+    env.register(commands)
     serve.register(commands)
     batch.register(commands)
     eval.register(commands)

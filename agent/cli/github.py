@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.console import Console
 
+from agent.cli.env import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from agent.cli.run import run_with_progress, setup_spec
 from agent.errors import USER_ERRORS, GitHubError, InputError, ModelError, RunFailed, Skipped
 from agent.github.action import (
@@ -33,7 +34,6 @@ from agent.github.pr import GitHubConfig, github_task
 from agent.run.config import add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable, default_output_dir
 from agent.run.reviewer import check_models
-from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

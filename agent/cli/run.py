@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.status import Status
 
+from agent.cli.env import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from agent.cli.view import LiveView
 from agent.core.locks import claim
 from agent.core.loop import Agent, RunResult
@@ -50,7 +51,6 @@ from agent.run.outputs import (
 from agent.run.reviewer import check_endpoints, check_models, check_prices
 from agent.run.runlog import RunLog
 from agent.run.task import Task, check_clean, check_repo, load_issue
-from envs.cli import INDEX_DATE_HELP, NO_REPO_INSTALL_HELP
 from envs.images import RepoImageSpec
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)

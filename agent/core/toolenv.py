@@ -1,5 +1,4 @@
-"""Tool bundles in a sandbox, the way SWE-agent sets them up: install, state, and the image layer
-that pre-installs what a bundle's ``install.sh`` fetches.
+"""Tool bundles in a sandbox, the way SWE-agent sets them up: install and state.
 
 :func:`install` uploads each bundle to ``<home>/tools/<name>``, puts its ``bin/`` on PATH and
 sources its ``install.sh`` (a failure names the bundle and the line). Before the first bundle it
@@ -9,11 +8,9 @@ gives the sandbox a ``python`` when it has only ``python3`` (SWE-agent's helpers
 ``#!/usr/bin/env python``). After the last bundle the configured registry variables are written
 again, so an ``install.sh`` default (``_write_env WINDOW "$WINDOW"``) never wins over them.
 
-:func:`tools_image` gives, once per image and bundle set, an image with every bundle installed
-while the package indexes (and nothing else) are in reach (``pip install flake8`` in
-``install.sh``): this module writes the build step (:func:`_layer_script`), the image is built
-by :func:`envs.images.tools.tools_layer`. The sandbox then runs with the network off, and
-sourcing ``install.sh`` again finds its packages already there.
+The image layer that pre-installs what an ``install.sh`` fetches is built before the sandbox
+starts, by the run (:mod:`agent.run.toolimage`), with the file names and registry values
+defined here.
 """
 
 from __future__ import annotations
@@ -27,8 +24,6 @@ from agent.errors import ToolInstallError
 from envs.sandbox import SCRATCH_DIRS, Sandbox
 
 if TYPE_CHECKING:
-    import docker
-
     from agent.core.bundles import Bundle
 
 ENV_MARK = "__PGS_TOOL_ENV__"
@@ -212,60 +207,3 @@ def state(
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
-
-
-# -- the image layer ---------------------------------------------------------------------------
-
-
-def needs_image(bundles: Sequence[Bundle]) -> bool:
-    """Whether some bundle has an install.sh (which may fetch packages)."""
-    return any((b.path / "install.sh").is_file() for b in bundles)
-
-
-def tools_image(
-    client: docker.DockerClient,
-    image: str,
-    bundles: Sequence[Bundle],
-    *,
-    env_variables: Mapping[str, str],
-    registry: Mapping[str, Any],
-) -> str:
-    """``image`` with ``bundles`` installed with the package indexes in reach, built once and
-    cached by tag (:func:`envs.images.tools.tools_layer`); a failed install.sh raises
-    :class:`ToolInstallError`."""
-    from envs.errors import ImageBuildError
-    from envs.images import tools_layer
-
-    folders = {bundle.name: bundle.path for bundle in bundles}
-    script = _layer_script(bundles, env_variables, registry)
-    try:
-        return tools_layer(client, image, folders, script, key=sorted(env_variables.items()))
-    except ImageBuildError as e:
-        raise ToolInstallError(
-            f"preparing the tool bundles in {image} (package indexes in reach) failed: {e}"
-        ) from e
-
-
-def _layer_script(
-    bundles: Sequence[Bundle], env_variables: Mapping[str, str], registry: Mapping[str, Any]
-) -> str:
-    """One build step: every bundle installed in order, as :func:`install` does at run time."""
-    lines = [
-        "set +e",
-        f"export SWE_AGENT_ENV_FILE=/root/{REGISTRY_FILE} ROOT=/",
-        *(f"export {k}={shlex.quote(str(v))}" for k, v in env_variables.items()),
-        f"printf '%s' {shlex.quote(json.dumps(registry_values(bundles, registry)))}"
-        f" > /root/{REGISTRY_FILE}",
-        f"mkdir -p /root/{SHIMS}; command -v python >/dev/null 2>&1 ||"
-        f' ln -sf "$(command -v python3)" /root/{SHIMS}/python',
-        f"export PATH=$PATH:/root/{SHIMS}",
-    ]
-    for bundle in bundles:
-        target = f"/root/tools/{bundle.name}"
-        lines.append(f"export PATH={target}/bin:$PATH; chmod +x {target}/bin/* 2>/dev/null")
-        if (bundle.path / "install.sh").is_file():
-            lines.append(
-                f"cd {target} && source install.sh; rc=$?; [ $rc -eq 0 ] || "
-                f"{{ echo 'tool bundle {bundle.name}: install.sh failed'; exit $rc; }}"
-            )
-    return "\n".join(lines)

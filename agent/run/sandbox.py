@@ -11,12 +11,12 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.core.toolenv import needs_image, tools_image
 from agent.core.tools import Toolset
 from agent.errors import InputError
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
 from agent.run.task import head_commit, host_git, own_files
+from agent.run.toolimage import needs_image, tools_image
 from envs.errors import EnvError
 from envs.registry import make_sandbox
 from envs.sandbox import SCRATCH_DIRS, Sandbox
@@ -72,7 +72,7 @@ def open_sandbox(
 
 def sandbox_image(image: str, toolset: Toolset, status: Callable[[str], None]) -> str:
     """The image to start: ``image`` itself, or its tools layer when a bundle has install.sh
-    (:func:`agent.core.toolenv.tools_image`)."""
+    (:func:`agent.run.toolimage.tools_image`)."""
     if not needs_image(toolset.bundles):
         return image
     from envs.docker_util import docker_client

@@ -2,10 +2,13 @@
 layer and the repository at one commit. The public API of the package; see the modules:
 
 - :mod:`envs.images.base`: base images (Debian's Python, a compiler, git);
-- :mod:`envs.images.detect`: what a repository needs, read from its files;
+- :mod:`envs.images.detect`: what a repository needs, read from its files (with
+  :mod:`~envs.images.metadata`, :mod:`~envs.images.testsetup`; the user's overrides:
+  :mod:`~envs.images.spec`);
 - :mod:`envs.images.repo`: repository images;
 - :mod:`envs.images.build`: building layers, the cache, locks;
 - :mod:`envs.images.buildnet`: what a build reaches: the package indexes, nothing else;
+- :mod:`envs.images.buildproxy`: the proxy that is a build's only way out;
 - :mod:`envs.images.git`: the repository as it goes into an image;
 - :mod:`envs.images.housekeeping`: listing and removing what pgs made;
 - :mod:`envs.images.tools`: the tools layer (folders and a step, the package indexes in reach).
@@ -43,16 +46,7 @@ from envs.images.build import (
     recipe,
     venv_steps,
 )
-from envs.images.detect import (
-    TEST_EXTRAS,
-    DependencyPlan,
-    RepoImageSpec,
-    choose_python,
-    clean_requirements,
-    detect_dependencies,
-    extras_of_test_setup,
-    included_files,
-)
+from envs.images.detect import DependencyPlan, choose_python, detect_dependencies
 from envs.images.git import (
     dependency_files,
     has_commit,
@@ -61,7 +55,8 @@ from envs.images.git import (
     resolve_commit,
     show,
 )
-from envs.images.housekeeping import PgsObjects, list_pgs, prune
+from envs.images.housekeeping import PgsObjects, clear_cache, list_pgs, prune
+from envs.images.metadata import TEST_EXTRAS, clean_requirements, included_files
 from envs.images.repo import (
     REPO_PATH,
     RepoImage,
@@ -70,6 +65,8 @@ from envs.images.repo import (
     load_repo_spec,
     repo_image_name,
 )
+from envs.images.spec import RepoImageSpec
+from envs.images.testsetup import extras_of_test_setup
 from envs.images.tools import tools_layer
 
 __all__ = [
@@ -99,6 +96,7 @@ __all__ = [
     "check_python",
     "choose_python",
     "clean_requirements",
+    "clear_cache",
     "dependency_files",
     "detect_dependencies",
     "digest",

@@ -84,7 +84,7 @@ def is_dependency_file(path: str) -> bool:
 
 def dependency_files(repo: Path, sha: str) -> dict[str, bytes]:
     """Path -> contents of every file detection reads, at ``sha``."""
-    from envs.images.detect import included_files
+    from envs.images.metadata import included_files
 
     listing = _git(repo, "ls-tree", "-r", "-z", "--name-only", sha).stdout.decode()
     tracked = {p for p in listing.split("\0") if p}

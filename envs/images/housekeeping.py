@@ -3,14 +3,18 @@
 :func:`prune` removes all of it, live runs' containers included; :func:`reap_orphans` only the
 containers whose owner process on this host has ended (see ``envs.docker_util.owner_gone``),
 which a sandbox removes by itself in any case (``envs/docker_sandbox.py``): it catches what an
-older pgs, or a daemon that failed to remove a container, left behind.
+older pgs, or a daemon that failed to remove a container, left behind. :func:`clear_cache`
+empties the wheelhouses of the cache folder.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from envs import scratch
 from envs.docker_util import (
     LABEL,
     PID_LABEL,
@@ -25,6 +29,9 @@ from envs.errors import EnvError, ImageNotFound
 
 if TYPE_CHECKING:
     import docker
+
+#: The folders of the cache (``envs.scratch.cache_dir``) that hold wheelhouses and build files.
+CACHE_FOLDERS = ("wheels", "build")
 
 
 @dataclass(frozen=True)
@@ -122,3 +129,11 @@ def reap_orphans(client: docker.DockerClient | None = None) -> int:
             client.images.remove(image.id, force=True)
             removed += 1
     return removed
+
+
+def clear_cache() -> Path:
+    """Delete the cached wheelhouses and build files; returns the cache folder."""
+    where = scratch.cache_dir()
+    for folder in CACHE_FOLDERS:
+        shutil.rmtree(where / folder, ignore_errors=True)
+    return where

@@ -45,15 +45,10 @@ from envs.images.build import (
     quiet,
     recipe,
 )
-from envs.images.detect import (
-    DEPS_DIR,
-    LOCK_CONSTRAINTS,
-    RepoImageSpec,
-    choose_python,
-    detect_dependencies,
-)
+from envs.images.detect import DEPS_DIR, LOCK_CONSTRAINTS, choose_python, detect_dependencies
 from envs.images.git import commit_day, dependency_files, history_clone, resolve_commit, show
 from envs.images.snapshot import exact_pins, merge_pins
+from envs.images.spec import RepoImageSpec
 
 if TYPE_CHECKING:
     import docker

@@ -4,7 +4,7 @@ are in reach (:mod:`envs.images.buildnet`), built once per base image and conten
 its tag ``pgs-tools:<digest>``. A sandbox started from it runs with the network off and finds
 what the step installed.
 
-What the folders hold and what the step runs is the caller's: ``agent.core.toolenv`` gives
+What the folders hold and what the step runs is the caller's: ``agent.run.toolimage`` gives
 SWE-agent's tool bundles and the script that sources their ``install.sh``.
 """
 

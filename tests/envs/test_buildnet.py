@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 
 from envs.docker_util import labels
 from envs.images import RepoImageSpec, build_repo_image
-from envs.images.buildnet import BuildProxy, Index, build_env, refused
+from envs.images.buildnet import build_env
+from envs.images.buildproxy import BuildProxy, Index, refused
 from envs.images.snapshot import JSON_TYPE
 from tests.support.repos import make_repo
 from tests.support.textutil import cli_error

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from envs import cli, images
+from agent import cli
+from envs import images
 from envs.docker_util import LABEL, RUN_LABEL, labels
 from envs.errors import DockerUnavailable, EnvError, ImageBuildError, NotAGitRepository
 from envs.images import RepoImageSpec, build_repo_image

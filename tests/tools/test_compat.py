@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from agent.core import toolenv
 from agent.core.tools import OutputKind, Toolset, classify_output
 from agent.errors import ToolCallError, ToolInstallError
+from agent.run import toolimage
 from agent.run.config import TOOL_ENV
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.local import LocalSandbox
@@ -142,11 +142,11 @@ def test_pip_install_in_install_sh_is_done_in_the_tools_image(
     assert "network" in message
 
     # The tools image ran install.sh with the network on; the sandbox still has none.
-    image = toolenv.tools_image(
+    image = toolimage.tools_image(
         docker_client, base_image, toolset.bundles, env_variables=TOOL_ENV, registry={}
     )
     assert (
-        toolenv.tools_image(  # cached: the same bundles give the same image
+        toolimage.tools_image(  # cached: the same bundles give the same image
             docker_client, base_image, toolset.bundles, env_variables=TOOL_ENV, registry={}
         )
         == image

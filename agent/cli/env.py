@@ -3,17 +3,17 @@
 ``register(subparsers)`` adds the ``env`` command to the main ``pgs`` parser; each handler is
 set as ``func`` and returns an exit code. :func:`user_errors` turns an :class:`EnvError` into
 one ``pgs: error: ...`` line on stderr and exit code 2 (3 for the machine's failures:
-:data:`envs.errors.INFRASTRUCTURE_ERRORS`); other commands may reuse it.
+:data:`envs.errors.INFRASTRUCTURE_ERRORS`). What the handlers call is :mod:`envs.images`'s;
+the command line alone lives here.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -148,9 +148,7 @@ def _prune(args: argparse.Namespace) -> int:
         containers, removed = images.prune(run_id=args.run)
         print(f"removed {containers} container(s) and {removed} image(s)")
     if args.cache:
-        for folder in ("wheels", "build"):
-            shutil.rmtree(images.cache_dir() / folder, ignore_errors=True)
-        print(f"emptied the wheelhouse cache in {images.cache_dir()}")
+        print(f"emptied the wheelhouse cache in {images.clear_cache()}")
     return 0
 
 
@@ -240,15 +238,3 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     prune.set_defaults(func=user_errors(_prune))
     return env
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m envs.cli env ...``: the ``env`` command on its own."""
-    parser = argparse.ArgumentParser(prog="pgs")
-    register(parser.add_subparsers(title="commands", metavar="COMMAND", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
