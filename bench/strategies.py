@@ -147,9 +147,13 @@ def verified_checks(
     settings = CheckSettings(pool_tests=True)
     envs = Environments(repos_dir, parse_python_map(python_map))
     found = []
-    for instance in load_instances(path):
-        if wanted and instance.instance_id not in wanted:
-            continue
+    instances = load_instances(path)
+    if wanted:  # in the order given
+        instances = sorted(
+            (i for i in instances if i.instance_id in wanted),
+            key=lambda i: wanted.index(i.instance_id),
+        )
+    for instance in instances:
         started = time.monotonic()
         try:
             report = verified_check(instance, envs, settings)
@@ -275,7 +279,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--repos-dir", type=Path, help="with --verified: OWNER__NAME clones")
     parser.add_argument(
-        "--instances", nargs="*", default=[], help="with --verified: only these instance ids"
+        "--instances",
+        nargs="*",
+        default=[],
+        help="with --verified: only these instance ids, in this order",
     )
     parser.add_argument("--python-map", action="append", default=[], metavar="WANTED=USED")
     # bench/feedback.py --strategies hands its other options on: they mean nothing here.

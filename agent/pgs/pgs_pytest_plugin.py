@@ -429,6 +429,14 @@ class PgsReporter:
         if shrunk is not None and inputs.squeezed(shrunk["example"]) not in known:
             failing.insert(1, shrunk)  # the picked input, shrunk (pick-then-shrink)
         seen = self.seen.pop(item.nodeid, None)
+        # A unittest case raises nothing in its call (pytest reports its failure after):
+        # pooled here, with pytest's duration of the call and no rerun for its lines.
+        plain = seen is not None and seen.inner is None and not seen.pool
+        if plain and self.pool_tests and excinfo is not None and inputs.poolable(excinfo.value):
+            assert seen is not None
+            self.pool_notes[item.nodeid] = passes.pool_test(
+                item, seen, excinfo.value, float(report.duration or 0.0)
+            )
         if seen is not None:
             failing.extend(seen.failing_inputs(self.root, failing))
             seen.annotate(failing)

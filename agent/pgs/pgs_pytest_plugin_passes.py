@@ -240,8 +240,10 @@ def pool_test(item: Any, seen: inputs.Seen, exc: BaseException, took: float) -> 
     seen.pool[inputs.squeezed(item.nodeid)] = entry
     if seen.lines is None:
         seen.lines = results.LineCounter(inputs.repository(item), results.item_file(item))
-    if seen.lines.tool is None or type(item) is not pytest.Function:
-        return None  # no tracer (pool_note says why), or a unittest case: not rerun
+    if seen.lines.tool is None:
+        return None  # no tracer: pool_note says why
+    if type(item) is not pytest.Function:
+        return "a unittest case is not rerun: no line coverage"
 
     def call() -> None:
         printed = io.StringIO()

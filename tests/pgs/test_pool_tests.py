@@ -96,3 +96,27 @@ def test_off_by_default_a_plain_test_pools_nothing(local: Any) -> None:
     failing = report.failures()
     assert len(failing) == 2 and not any(r.pool for r in failing)
     assert candidates(report) == []
+
+
+UNITTEST = """\
+import unittest
+
+from calc import clamp
+
+
+class TestClamp(unittest.TestCase):
+    def test_large(self):
+        self.assertLessEqual(clamp(9), 4)
+"""
+
+
+def test_a_failing_unittest_case_pools_itself_without_lines(local: Any) -> None:
+    # A unittest case raises nothing in pytest's call: its failure is pooled when reported.
+    local.write_file("tests/test_unit.py", UNITTEST)
+    report = run_pytest(local, ["tests/test_unit.py"], settings=SETTINGS, timeout=300)
+    (result,) = report.results
+    (pooled,) = result.pool
+    assert pooled.source == "test" and pooled.example == result.nodeid
+    assert pooled.runtime is not None and pooled.lines is None
+    assert result.pool_note and "unittest" in result.pool_note
+    assert len(candidates(report)) == 1
