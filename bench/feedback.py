@@ -32,16 +32,8 @@ given (a Hugging Face tokenizer of an open model):
   Generator reads if it runs the checks itself).
 
 ``--strategies`` instead compares the nine ways of choosing the counterexample of the PGS
-paper's Table 1 (line coverage, runtime and token count, each min / median / max;
-:mod:`agent.pgs.pool`) over the counterexample pools it finds: every check report (each
-round's and the validation's) of the ``.traj`` files under each ``--runs`` folder, and the
-checks it runs itself of the candidates above (in a local sandbox on this Python, one check
-per ``--seeds`` seed; ``--quick``: one seed, 32 inputs, well under a minute). For each
-strategy: the median tokens of the input it picks and of the feedback message rendered from it
-(the cost column), beside the fewest-token choice, and the median runtime and lines of what it
-picks; then pgs's own choice (the fewest tokens among the pool and the shrunk inputs). Last
-line ``strategy_cost_over_fewest=<the largest median message cost of a strategy / that of
-tokens-min>``.
+paper's Table 1: it runs ``bench/strategies.py`` with the other arguments (``--quick``,
+``--runs``, ``--seeds``, ``--verified``...; see there).
 
 Printed: per counter, the median tokens of our message and its ratios; ``feedback_tokens_<counter>
 =<median tokens of our message>`` for each counter and ``tokenizer_over_simple=<median of
@@ -54,6 +46,7 @@ whole output for the same failing run (simple counter).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import statistics
 import sys
@@ -68,7 +61,8 @@ import yaml
 # The project's root instead of this folder: bench/select.py would stand in for the standard
 # library's select module.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.remove(str(Path(__file__).resolve().parent))
+with contextlib.suppress(ValueError):  # imported by bench/strategies.py: removed already
+    sys.path.remove(str(Path(__file__).resolve().parent))
 
 import shlex
 
@@ -76,16 +70,13 @@ from agent.cli import EXAMPLES, make_example_repo
 from agent.errors import TokenizerUnavailable
 from agent.pgs.check import check_candidate
 from agent.pgs.feedback import render_feedback, select_failure
-from agent.pgs.pool import STRATEGIES, candidates, choose, count_pool, selection_of, strategy_name
 from agent.pgs.related import changed_files, related_tests
 from agent.pgs.runner import CheckSettings, install_plugin, run_pytest
 from agent.pgs.tokens import HfCounter, SimpleCounter, TiktokenCounter, TokenCounter
 from agent.pgs.validate import validate_properties
 from agent.record.check import CheckReport
-from agent.record.trajectory import RunRecord
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.images import build_repo_image
-from envs.local import LocalSandbox, LocalSandboxConfig
 from tests.pgs.test_pgs_examples import PROPERTY as EXPLICIT_PROPERTY
 from tests.pgs.test_pgs_examples import PROPERTY_FILE, SPECIAL_CASED
 from tests.support.example_repos import DEDUPE, RLE, ExampleRepo, unified_patch
@@ -310,148 +301,6 @@ def feedback_row(
     )
 
 
-# -- Table 1: the nine ways of choosing from the pool ----------------------------------------
-
-
-@dataclass
-class Choice:
-    """What one strategy picked in one check."""
-
-    input_tokens: int
-    message_tokens: int
-    runtime: float | None
-    lines: int | None
-
-
-def local_checks(seeds: list[int], max_examples: int) -> list[CheckReport]:
-    """Every bundled candidate checked in a local sandbox (this Python), once per seed: its
-    properties validated on the original code, the kept ones run on the candidate."""
-    reports = []
-    for repository in repositories():
-        with tempfile.TemporaryDirectory(prefix="pgs-bench-") as tmp:
-            path = repository.make(Path(tmp) / repository.name)
-            with LocalSandbox(path, LocalSandboxConfig()) as box:
-                for name, text in repository.properties.items():
-                    box.write_file(name, text)
-                for seed in seeds:
-                    settings = CheckSettings(
-                        python=sys.executable,
-                        max_examples=max_examples,
-                        test_timeout=2,
-                        run_timeout=120,
-                        seed=seed,
-                    )
-                    original = run_pytest(box, [PROPERTIES], settings=settings, timeout=120)
-                    kept, _ = validate_properties(original, repository.issue)
-                    for candidate in repository.candidates:
-                        box.write_file("/tmp/candidate.patch", candidate.patch)
-                        applied = box.run("git apply /tmp/candidate.patch")
-                        assert applied.ok, applied.output
-                        reports.append(run_pytest(box, kept, settings=settings, timeout=120))
-                        assert box.run("git checkout -q -- .").ok
-    return reports
-
-
-def recorded_checks(folders: list[Path]) -> list[CheckReport]:
-    """The check reports of every ``.traj`` under ``folders``: each round's, the validation's."""
-    reports = []
-    for folder in folders:
-        for path in sorted(folder.glob("**/*.traj")):
-            record = RunRecord.read(path).pgs_record
-            validation = record.validation
-            if validation is not None and validation.report is not None:
-                reports.append(validation.report)
-            reports += [r.report for r in record.rounds if r.report is not None]
-    return reports
-
-
-def choices(report: CheckReport, counter: TokenCounter) -> dict[str, Choice]:
-    """Each strategy's pick in one check (none when the check pooled nothing), and pgs's."""
-    if report.pool_counter != counter.name:
-        count_pool(report, counter)
-    pool = candidates(report)
-    if not pool:
-        return {}
-    picked: dict[str, Choice] = {}
-    for feature, statistic in STRATEGIES:
-        chosen = choose(pool, feature, statistic)
-        if chosen is None:
-            continue
-        name = strategy_name(feature, statistic)
-        selection = selection_of(chosen, counter, candidates=len(pool), why=name)
-        message = render_feedback(selection, "property-min", 1, ROUNDS)
-        picked[name] = Choice(
-            selection.tokens, counter.count(message), chosen[1].runtime, chosen[1].lines
-        )
-    ours = select_failure(report, "property-min", counter)
-    if ours is not None:
-        message = render_feedback(ours, "property-min", 1, ROUNDS)
-        # The measures of the input fed back: its entry in the pool (a shrunk one is there too).
-        same = [
-            p for p in ours.result.pool if _squeezed(p.example) == _squeezed(ours.chosen.example)
-        ]
-        runtime = same[0].runtime if same else None
-        picked["pgs"] = Choice(
-            ours.tokens, counter.count(message), runtime, same[0].lines if same else None
-        )
-    return picked
-
-
-def _squeezed(text: str | None) -> str:
-    return re.sub(r"\s+", "", text or "")
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _shown(value: float | None, form: str) -> str:
-    return "-" if value is None else format(value, form)
-
-
-def strategies_main(args: argparse.Namespace) -> None:
-    started = time.perf_counter()
-    counter = SimpleCounter()
-    seeds = [1] if args.quick else list(range(1, args.seeds + 1))
-    reports = recorded_checks([Path(f) for f in args.runs])
-    found = len(reports)
-    reports += local_checks(seeds, 32 if args.quick else args.max_examples)
-    per_check = [c for c in (choices(r, counter) for r in reports) if c]
-    names = [strategy_name(f, s) for f, s in STRATEGIES] + ["pgs"]
-    fewest = _median([c["tokens-min"].message_tokens for c in per_check if "tokens-min" in c])
-    print(
-        f"{'strategy':<16}{'checks':>7}{'input tok':>11}{'message tok':>13}{'vs tokens-min':>15}"
-        f"{'runtime ms':>12}{'lines':>7}"
-    )
-    worst = 1.0
-    costs: dict[str, float] = {}
-    for name in names:
-        picks = [c[name] for c in per_check if name in c]
-        tokens = _median([p.input_tokens for p in picks])
-        cost = _median([p.message_tokens for p in picks])
-        runtime = _median([p.runtime * 1000 for p in picks if p.runtime is not None])
-        lines = _median([p.lines for p in picks if p.lines is not None])
-        ratio = cost / fewest if cost is not None and fewest else None
-        if cost is not None:
-            costs[name] = cost
-        if ratio is not None and name != "pgs":
-            worst = max(worst, ratio)
-        print(
-            f"{name:<16}{len(picks):>7}{_shown(tokens, 'g'):>11}{_shown(cost, 'g'):>13}"
-            f"{_shown(ratio, '.2f'):>15}{_shown(runtime, '.3f'):>12}{_shown(lines, 'g'):>7}"
-        )
-    pooled = [len(candidates(r)) for r in reports if candidates(r)]
-    print(
-        f"checks with a pool: {len(per_check)} of {len(reports)} ({found} from recorded runs); "
-        f"pool size median {_shown(_median([float(n) for n in pooled]), 'g')}; tokens: "
-        f"{counter.name} counter; message = the property-min feedback rendered from the pick; "
-        f"{time.perf_counter() - started:.1f} s"
-    )
-    for name, cost in costs.items():
-        print(f"feedback_tokens_{name.replace('-', '_')}={cost:g}")
-    print(f"strategy_cost_over_fewest={worst:.2f}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=3, help="checks per candidate (>= 2)")
@@ -470,30 +319,21 @@ def main() -> None:
     parser.add_argument(
         "--strategies",
         action="store_true",
-        help="compare Table 1's nine ways of choosing from the pool (no Docker)",
-    )
-    parser.add_argument(
-        "--runs",
-        action="append",
-        default=[],
-        metavar="FOLDER",
-        help="with --strategies: also every .traj under FOLDER (repeatable)",
-    )
-    parser.add_argument(
-        "--seeds", type=int, default=5, help="with --strategies: checks per candidate"
+        help="compare Table 1's nine ways of choosing from the pool: bench/strategies.py",
     )
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a run for CI, its figures mean nothing: with --strategies one seed and 32 inputs, "
-        "else two checks per candidate of 16 inputs",
+        help="a run for CI, its figures mean nothing: two checks per candidate of 16 inputs",
     )
-    args = parser.parse_args()
-    if args.quick and not args.strategies:
-        args.repeat, args.max_examples = 2, 16
-    if args.strategies:
-        strategies_main(args)
+    if "--strategies" in sys.argv[1:]:
+        from bench.strategies import main as strategies
+
+        strategies([a for a in sys.argv[1:] if a != "--strategies"])
         return
+    args = parser.parse_args()
+    if args.quick:
+        args.repeat, args.max_examples = 2, 16
     global SHOW
     SHOW = args.show
     settings = CheckSettings(

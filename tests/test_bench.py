@@ -54,6 +54,7 @@ QUICK = {
     "scale": ["--quick"],
     "selection": ["--quick"],
     "startup": ["--quick"],
+    "strategies": ["--quick"],
 }
 NEEDS_DOCKER = {"buildnet", "loop", "sandbox", "scale"}
 #: The last line of a bench: its figure, ``name=value``.

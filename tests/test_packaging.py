@@ -74,6 +74,7 @@ def test_every_library_imported_directly_is_declared() -> None:
         "pgs_pytest_plugin_oracle",
         "pgs_pytest_plugin_inputs",
         "pgs_pytest_plugin_passes",
+        "pgs_pytest_plugin_hard",
     }
     third_party = {
         m

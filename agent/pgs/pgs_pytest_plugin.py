@@ -65,7 +65,8 @@ the same report), ``PGS_TEST_TIMEOUT`` (20 seconds;
 ``0``: Hypothesis's shrink phase off), ``PGS_REPLAY`` (a path; unset: nothing replayed),
 ``PGS_SEARCH_EXAMPLES`` (inputs of the search after a failing explicit example; unset: as
 ``PGS_MAX_EXAMPLES``), ``PGS_POOL`` (1; ``0``: no pool, no pool pass), ``PGS_POOL_SIZE`` (256
-distinct inputs per test), ``PGS_SHRINK_ORDER`` (``shrink-then-pick``, the default, or
+distinct inputs per test), ``PGS_POOL_TESTS`` (0; ``1``: a failing plain test pools one input,
+itself: its node id, runtime and lines), ``PGS_SHRINK_ORDER`` (``shrink-then-pick``, the default, or
 ``pick-then-shrink``).
 
 The report::
@@ -124,11 +125,13 @@ import pytest
 # On the host these are agent.pgs.<name>; in the sandbox top-level modules beside this one (the
 # launcher loads them by path, runner.install_plugin copies them).
 if TYPE_CHECKING or __package__:
+    from . import pgs_pytest_plugin_hard as hard_inputs
     from . import pgs_pytest_plugin_inputs as inputs
     from . import pgs_pytest_plugin_oracle as oracles
     from . import pgs_pytest_plugin_passes as passes
     from . import pgs_pytest_plugin_results as results
 else:
+    import pgs_pytest_plugin_hard as hard_inputs
     import pgs_pytest_plugin_inputs as inputs
     import pgs_pytest_plugin_oracle as oracles
     import pgs_pytest_plugin_passes as passes
@@ -259,6 +262,7 @@ class PgsReporter:
         self.replay = inputs.replay_inputs()
         self.replayed: dict[str, int] = {}
         self.pool_on = inputs.pool_on()
+        self.pool_tests = inputs.pool_tests()
         #: node id -> what the pool pass noted; node id -> the picked input, shrunk.
         self.pool_notes: dict[str, str | None] = {}
         self.shrunk: dict[str, dict[str, Any]] = {}
@@ -278,7 +282,9 @@ class PgsReporter:
         with alarm, seen, inputs.replaying(item, blobs, seen) as fed:
             if blobs:
                 self.replayed[item.nodeid] = fed
+            started = time.perf_counter()
             outcome = yield
+            took = time.perf_counter() - started
             excinfo = outcome.excinfo
             if inputs.ORACLE is not None:  # only the explicit examples, and no pool: see the oracle
                 return
@@ -288,7 +294,10 @@ class PgsReporter:
                 if found is not None:
                     self.generated[item.nodeid] = found
             if excinfo is not None and self.pool_on and inputs.poolable(excinfo[1]):
-                self._pool(item, seen)
+                if inputs.inner_function(item) is not None:
+                    self._pool(item, seen)
+                elif self.pool_tests:
+                    self.pool_notes[item.nodeid] = passes.pool_test(item, seen, excinfo[1], took)
 
     def _pool(self, item: Any, seen: inputs.Seen) -> None:
         """The pool pass (and, pick-then-shrink, the shrink of the input it picks), within
@@ -350,7 +359,7 @@ class PgsReporter:
             "duration": round(time.monotonic() - self.started, 3),
             "imported": results.repository_modules(self.repository),
         }
-        self.errors += inputs.foreign_hard_inputs(self.repository)
+        self.errors += hard_inputs.foreign(self.repository)
         if self.oracle is not None:
             data["oracle"] = {
                 "stated": [s.describe() for s in self.oracle.stated],
@@ -420,6 +429,14 @@ class PgsReporter:
         if shrunk is not None and inputs.squeezed(shrunk["example"]) not in known:
             failing.insert(1, shrunk)  # the picked input, shrunk (pick-then-shrink)
         seen = self.seen.pop(item.nodeid, None)
+        # A unittest case raises nothing in its call (pytest reports its failure after):
+        # pooled here, with pytest's duration of the call and no rerun for its lines.
+        plain = seen is not None and seen.inner is None and not seen.pool
+        if plain and self.pool_tests and excinfo is not None and inputs.poolable(excinfo.value):
+            assert seen is not None
+            self.pool_notes[item.nodeid] = passes.pool_test(
+                item, seen, excinfo.value, float(report.duration or 0.0)
+            )
         if seen is not None:
             failing.extend(seen.failing_inputs(self.root, failing))
             seen.annotate(failing)

@@ -18,7 +18,6 @@ import json
 import os
 import pickle
 import re
-import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +26,11 @@ import pytest
 # On the host these are agent.pgs.<name>; in the sandbox top-level modules beside this one (the
 # launcher loads them by path, runner.install_plugin copies them).
 if TYPE_CHECKING or __package__:
+    from . import pgs_pytest_plugin_hard as hard_inputs
     from . import pgs_pytest_plugin_oracle as oracles
     from . import pgs_pytest_plugin_results as results
 else:
+    import pgs_pytest_plugin_hard as hard_inputs
     import pgs_pytest_plugin_oracle as oracles
     import pgs_pytest_plugin_results as results
 
@@ -63,6 +64,11 @@ def env_number(name: str, default: float) -> float:
 
 def pool_on() -> bool:
     return bool(env_number("PGS_POOL", 1))
+
+
+def pool_tests() -> bool:
+    """``PGS_POOL_TESTS=1``: a failing plain (non-Hypothesis) test pools one input, itself."""
+    return pool_on() and bool(env_number("PGS_POOL_TESTS", 0))
 
 
 def pick_then_shrink() -> bool:
@@ -166,7 +172,7 @@ class Seen:
         drawn = self._drawn(args, kwargs)
         example = None if drawn is None else self._example(drawn)
         blob = None if drawn is None else replay_form(drawn)
-        hard = hard_drawn()
+        hard = hard_inputs.drawn()
         self.hard_inputs += hard
         if self.phase == "pool":
             self.pool_ran += 1
@@ -302,7 +308,7 @@ class Seen:
         for entry in self.pool.values():
             explicit = entry["source"] == "explicit"
             one = results.seen_input(entry["example"], entry["exc"], root, test_file)
-            if explicit:
+            if explicit or entry["source"] == "test":  # classified as the test's own result
                 leaves = results.leaf_exceptions(entry["exc"])
                 one["category"] = results.classify(leaves, True, True, test_file)[1]
             one.update(explicit=explicit, source=entry["source"])
@@ -384,41 +390,6 @@ class Seen:
 
 #: The issue's stated examples, in place (``PGS_ORACLE``); set when the tests are collected.
 ORACLE: oracles.Oracle | None = None
-
-
-#: The module the input generator's hard inputs are drawn through (written beside the
-#: properties by pgs): it lists the names drawn for the input about to run.
-HARD_INPUTS_MODULE = "pgs_inputs"
-
-
-def foreign_hard_inputs(repository: str) -> list[str]:
-    """Errors of the run when the module the properties drew the shared hard inputs through
-    was not the one pgs put in the Tester's folder (``PGS_PROPERTIES_DIR``): code the patch
-    changed can put its own in ``sys.modules``, and the hard inputs would not be the input
-    generator's."""
-    folder = os.environ.get("PGS_PROPERTIES_DIR", "").strip()
-    module = sys.modules.get(HARD_INPUTS_MODULE)
-    if not folder or module is None:
-        return []
-    path = getattr(module, "__file__", None)
-    expected = os.path.realpath(os.path.join(repository, folder, HARD_INPUTS_MODULE + ".py"))
-    if isinstance(path, str) and os.path.realpath(path) == expected:
-        return []
-    return [
-        f"<session>: the shared hard inputs were drawn through {HARD_INPUTS_MODULE} from "
-        f"{path or 'no file'}, not the Tester's {os.path.join(folder, HARD_INPUTS_MODULE)}.py: "
-        "the check cannot say its properties saw the input generator's inputs"
-    ]
-
-
-def hard_drawn() -> int:
-    """1 when the input about to run drew a shared hard input (the list is then emptied)."""
-    module = sys.modules.get(HARD_INPUTS_MODULE)
-    drawn = getattr(module, "DRAWN", None)
-    if not isinstance(drawn, list) or not drawn:
-        return 0
-    del drawn[:]
-    return 1
 
 
 def repository(item: Any) -> str:

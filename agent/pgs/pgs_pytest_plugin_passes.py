@@ -1,8 +1,9 @@
-"""The part of ``pgs_pytest_plugin`` that runs a Hypothesis test again after it failed: the
-search without its explicit examples (:func:`search_without_explicit_examples`), the pool pass
-that runs every input to the end (:func:`pool_pass`), and pick-then-shrink's shrink of the
+"""The part of ``pgs_pytest_plugin`` that runs a test again after it failed: the search
+without its explicit examples (:func:`search_without_explicit_examples`), the pool pass that
+runs every input to the end (:func:`pool_pass`), and pick-then-shrink's shrink of the
 fewest-token input (:func:`shrink_picked`); and what a failing input of such a pass was
-(:func:`failing_input`).
+(:func:`failing_input`). With ``PGS_POOL_TESTS=1``, a failing plain test is rerun once under
+the line counter to pool it as one input (:func:`pool_test`).
 
 Runs in the sandbox on the repository's Python: the standard library, pytest and Hypothesis
 only, Python 3.8, no import of our package.
@@ -213,7 +214,7 @@ def failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dic
     found: dict[str, Any] = dict.fromkeys(results.INPUT_FIELDS)
     found.update(example=example, explicit=False, category=category)
     assert exc.__traceback__ is not None  # it was raised
-    info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
+    info = results.exception_info(exc)
     leaf = leaves[0]
     if isinstance(leaf, AssertionError) and category not in ("timeout", "runtime_error"):
         found["returned"] = results.assertion_message(str(leaf) or "assertion failed")
@@ -224,3 +225,38 @@ def failing_input(item: Any, exc: BaseException, printed: str, root: str) -> dic
         found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
     found["trace"] = results.trace(info, root)
     return found
+
+
+def pool_test(item: Any, seen: inputs.Seen, exc: BaseException, took: float) -> str | None:
+    """A failing plain (non-Hypothesis) test as a pool of one input (source ``test``): the
+    test itself, shown by its node id (the host counts the node id's tokens, as it measures a
+    failure without an example), the run's runtime (untraced), and the repository lines a
+    rerun of the test runs, under the same line counter as a Hypothesis input's. Returns a note
+    when the lines could not be measured."""
+    if inputs.squeezed(item.nodeid) in seen.pool:
+        return None
+    entry: dict[str, Any] = {"example": item.nodeid, "exc": exc, "runtime": took}
+    entry.update(source="test", replayed=False, lines=None)
+    seen.pool[inputs.squeezed(item.nodeid)] = entry
+    if seen.lines is None:
+        seen.lines = results.LineCounter(inputs.repository(item), results.item_file(item))
+    if seen.lines.tool is None:
+        return None  # no tracer: pool_note says why
+    if type(item) is not pytest.Function:
+        return "a unittest case is not rerun: no line coverage"
+
+    def call() -> None:
+        printed = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                item.runtest()
+        except (KeyboardInterrupt, results.PgsTimeLimit):
+            raise
+        except BaseException:  # it failed before: the lines it ran are what counts
+            pass
+
+    try:
+        entry["lines"] = seen.lines.measure(call)
+    except results.PgsTimeLimit:
+        return "the time limit cut the rerun that measures the test's lines"
+    return None

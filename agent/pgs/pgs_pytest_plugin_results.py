@@ -402,12 +402,20 @@ def seen_input(example: str, exc: BaseException, root: str, test_file: str) -> d
         message = str(leaf).strip().splitlines()
         found["exception"] = type(leaf).__name__ + (f": {message[0]}" if message else "")
     if exc.__traceback__ is not None:
-        info = pytest.ExceptionInfo.from_exc_info((type(exc), exc, exc.__traceback__))
-        found["trace"] = trace(info, root)
+        found["trace"] = trace(exception_info(exc), root)
     for key in ("returned", "exception"):  # up to 16 of them per test: each kept short
         if found[key]:
             found[key] = cap(found[key], SEEN_CHARS)
     return found
+
+
+def exception_info(exc: BaseException) -> Any:
+    """pytest's ``ExceptionInfo`` of a raised exception (``pytest.ExceptionInfo`` since pytest
+    6.2, ``_pytest._code.ExceptionInfo`` before)."""
+    kind: Any = getattr(pytest, "ExceptionInfo", None)
+    if kind is None:
+        from _pytest._code import ExceptionInfo as kind
+    return kind.from_exc_info((type(exc), exc, exc.__traceback__))
 
 
 #: The fields of one failing input (``agent.record.check.FailingInput``).

@@ -47,6 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PLUGIN = "pgs_pytest_plugin"
 #: The plugin's companion modules, in the order they import each other.
 COMPANIONS = (
+    "pgs_pytest_plugin_hard",
     "pgs_pytest_plugin_results",
     "pgs_pytest_plugin_oracle",
     "pgs_pytest_plugin_inputs",

@@ -46,7 +46,7 @@ PLUGIN_FILES = (
     PLUGIN_FILE,
     *(
         PLUGIN_FILE.with_name(f"pgs_pytest_plugin_{part}.py")
-        for part in ("results", "oracle", "inputs", "passes")
+        for part in ("hard", "results", "oracle", "inputs", "passes")
     ),
     LAUNCHER,
 )
@@ -133,6 +133,12 @@ class CheckSettings(BaseModel):
     )
     pool_size: int = Field(
         256, gt=0, description="most distinct failing inputs pooled per property per check"
+    )
+    pool_tests: bool = Field(
+        False,
+        description="a failing plain (non-Hypothesis) test pools one input too, itself, with "
+        "its runtime and line coverage (for measuring Table 1 of the PGS paper with repository "
+        "tests standing in for properties; bench/strategies.py --verified)",
     )
     entry_points: list[EntryPoint] | None = Field(
         None,
@@ -277,6 +283,7 @@ def run_pytest(
         "PGS_SHRINK": "0" if settings.shrink is False else "1",
         "PGS_POOL": "1" if settings.pool and not settings.oracle else "0",
         "PGS_POOL_SIZE": str(settings.pool_size),
+        "PGS_POOL_TESTS": "1" if settings.pool_tests else "0",
         "PGS_SHRINK_ORDER": settings.shrink_order,
         # Hypothesis would otherwise write .hypothesis/ into the repository.
         "HYPOTHESIS_STORAGE_DIRECTORY": posixpath.join(folder, "hypothesis"),

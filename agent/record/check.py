@@ -78,10 +78,11 @@ class FailingInput(BaseModel):
 #: Where a pooled input came from: drawn by Hypothesis (``generated``), drawn from the input
 #: generator's shared hard inputs (``hard``), the Tester's own ``@example`` (``explicit``), an
 #: input of the validation fed again (``replayed``), a step of Hypothesis's shrinking
-#: (``shrinking``) or the input a shrink ended on (``shrunk``).
-PoolSource = Literal["generated", "hard", "explicit", "replayed", "shrinking", "shrunk"]
-#: The pool's drawn inputs, those the paper's pool holds (the shrink steps are pgs's own).
-DRAWN: tuple[PoolSource, ...] = ("generated", "hard", "explicit", "replayed")
+#: (``shrinking``), the input a shrink ended on (``shrunk``), or a plain test (``test``).
+PoolSource = Literal["generated", "hard", "explicit", "replayed", "shrinking", "shrunk", "test"]
+#: The pool's drawn inputs, those the paper's pool holds (the shrink steps are pgs's own), and
+#: a failing plain test as its one input (``test``, the plugin's ``PGS_POOL_TESTS``).
+DRAWN: tuple[PoolSource, ...] = ("generated", "hard", "explicit", "replayed", "test")
 
 
 class PoolInput(FailingInput):
