@@ -2,8 +2,9 @@
 
 Below :mod:`agent`, beside it: imports nothing of ``agent`` (a contract). Entry points: the
 :class:`~envs.sandbox.Sandbox` protocol, :func:`envs.registry.make_sandbox` (a config's
-``type`` to a sandbox), the images' API :mod:`envs.images`, the errors :mod:`envs.errors`, and
-``pgs env`` (:mod:`envs.cli`). ``envs/helper/`` runs inside the sandbox.
+``type`` to a sandbox), the images' API :mod:`envs.images` (which ``pgs env``,
+:mod:`agent.cli.env`, drives) and the errors :mod:`envs.errors`. ``envs/helper/`` runs inside
+the sandbox.
 """
 
 from envs.errors import (
