@@ -24,18 +24,11 @@ from agent.swebench import (
     load_instances,
     parse_python_map,
 )
-from agent.swebench.evaluate import (
-    NO_TEST_OUTPUT,
-    Outcome,
-    attempt_predictions,
-    evaluate,
-    gold_predictions,
-    load_predictions,
-    model_folder,
-    share_graded,
-)
+from agent.swebench.evaluate import NO_TEST_OUTPUT, evaluate
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.official import registry_arg
+from agent.swebench.predictions import attempt_predictions, gold_predictions, load_predictions
+from agent.swebench.reports import Outcome, model_folder, share_graded
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
