@@ -80,9 +80,10 @@ from agent.run.reviewer import check_models
 from agent.run.run_task import run_task
 from agent.run.task import load_issue
 from agent.swebench import load_instances, parse_python_map, select
-from agent.swebench.batch import Batch, finished_status
+from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.images import Environments
+from agent.swebench.resume import finished_status
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

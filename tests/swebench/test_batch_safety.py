@@ -23,7 +23,7 @@ import pytest
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
-from agent.swebench.batch import finished_status
+from agent.swebench.resume import finished_status
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 from tests.support.textutil import ROOT, closed_port, pgs_env
 

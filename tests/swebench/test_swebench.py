@@ -31,7 +31,7 @@ from agent.swebench import (
     parse_python_map,
     select,
 )
-from agent.swebench.batch import finished_status
+from agent.swebench.resume import finished_status
 from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
 from tests.support.processes import Shown
