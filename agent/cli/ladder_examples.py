@@ -24,7 +24,7 @@ from agent.models import GlobalStats
 from agent.pgs.compare import prediction_fields, read_predictions
 from agent.record.trajectory import RunRecord
 from agent.run.config import RunConfig
-from agent.run.outputs import check_output_dir, output_paths
+from agent.run.outputs import RunPaths, check_output_dir, output_paths
 from agent.run.run_task import run_task
 from agent.run.task import load_issue
 from agent.swebench.resume import finished_status
@@ -102,7 +102,7 @@ def run_example(
     from agent.run.task import Task
 
     paths = output_paths(folder, example.instance_id)
-    if not redo and finished_status(paths["traj"]):
+    if not redo and finished_status(paths.traj):
         err.print(f"  {example.instance_id}: finished before (--redo runs it again)")
         return
     check_output_dir(folder, example.instance_id, overwrite=True)
@@ -117,13 +117,11 @@ def run_example(
     err.print(f"  {example.instance_id}: {status}")
 
 
-def record_crash(
-    paths: dict[str, Path], instance_id: str, config: RunConfig, error: Exception
-) -> None:
+def record_crash(paths: RunPaths, instance_id: str, config: RunConfig, error: Exception) -> None:
     """A ``.traj`` (exit_error and the message, over what the run saved), ``.patch`` and
     ``.pred`` for a run that crashed (a sandbox that died, an image that failed to build)."""
     try:
-        data = RunRecord.read(paths["traj"])
+        data = RunRecord.read(paths.traj)
     except (OSError, ValueError):
         data = RunRecord()
     info = data.info
@@ -131,15 +129,15 @@ def record_crash(
     info.instance_id = instance_id
     patch = info.submission or ""
     info.submission = patch
-    write_atomic(paths["traj"], data.dumps())
-    write_atomic(paths["patch"], patch)
+    write_atomic(paths.traj, data.dumps())
+    write_atomic(paths.patch, patch)
     pred = {
         "instance_id": instance_id,
         "model_name_or_path": config.model.name,
         "model_patch": patch,
         **prediction_fields(data, mode=config.pgs.feedback),
     }
-    write_atomic(paths["pred"], json.dumps(pred, indent=1))
+    write_atomic(paths.pred, json.dumps(pred, indent=1))
 
 
 def collect_predictions(folder: Path) -> bool:

@@ -141,19 +141,19 @@ class Batch(InstanceRuns):
         wanted = result_setting(self.config)
         for instance in self.instances:
             paths = output_paths(self.output_dir, instance.instance_id)
-            data = None if self.redo else read_traj(paths["traj"])
+            data = None if self.redo else read_traj(paths.traj)
             if data is not None and failed_for_infrastructure(data.info):
                 retried.append(instance.instance_id)
             if data is not None and status_of(data.info):
-                self._check_setting(paths["traj"], data, wanted)
+                self._check_setting(paths.traj, data, wanted)
                 skipped.append(instance.instance_id)
                 pred = self.preds.get(instance.instance_id)
-                if pred is None and paths["pred"].exists():
+                if pred is None and paths.pred.exists():
                     with contextlib.suppress(OSError, json.JSONDecodeError):
-                        pred = json.loads(paths["pred"].read_text(encoding="utf-8"))
+                        pred = json.loads(paths.pred.read_text(encoding="utf-8"))
                 if isinstance(pred, dict) and "pgs_mode" not in pred:  # from before the fields
                     pred = self.prediction(instance, str(pred.get("model_patch") or ""))
-                    self.write(paths["pred"], json.dumps(pred, indent=1))
+                    self.write(paths.pred, json.dumps(pred, indent=1))
                 if isinstance(pred, dict) and pred != self.preds.get(instance.instance_id):
                     self.save_pred(pred)
             else:
@@ -173,7 +173,7 @@ class Batch(InstanceRuns):
 
     def _failed_on_mistake(self, instance_id: str) -> bool:
         """The ``.traj`` of ``instance_id`` says a mistake in the command ended it."""
-        data = read_traj(output_paths(self.output_dir, instance_id)["traj"])
+        data = read_traj(output_paths(self.output_dir, instance_id).traj)
         if data is None:
             return False
         name = (data.info.error or "").split(":", 1)[0]
@@ -338,7 +338,7 @@ class Batch(InstanceRuns):
             held.enter_context(claim(self.output_dir, instance.instance_id))
         except Claimed:
             return "skipped: another pgs process is running it into this folder"
-        traj = output_paths(self.output_dir, instance.instance_id)["traj"]
+        traj = output_paths(self.output_dir, instance.instance_id).traj
         if not self.redo and finished_status(traj):
             held.close()
             return "skipped: another pgs process finished it meanwhile"
@@ -406,18 +406,18 @@ class Batch(InstanceRuns):
         if finished.exit_status.startswith("not started"):
             return finished.exit_status
         paths = output_paths(self.output_dir, instance.instance_id)
-        folder = paths["traj"].parent
-        for path in paths.values():  # an earlier run's file the new run did not write
+        folder = paths.folder
+        for path in paths.files().values():  # an earlier run's file the new run did not write
             if path.name not in finished.files:
                 path.unlink(missing_ok=True)
         if any("/" in name for name in finished.files):  # attempt-<k>/: only the new ones
             remove_attempts(self.output_dir, instance.instance_id)
-        traj_name = paths["traj"].name
+        traj_name = paths.traj.name
         for name, text in finished.files.items():
             if name != traj_name:
                 self.write(folder / name, text)
         if traj_name in finished.files:  # last: it marks the instance finished
-            self.write(paths["traj"], finished.files[traj_name])
+            self.write(paths.traj, finished.files[traj_name])
         if finished.infrastructure is not None:  # no result: as run_one leaves it
             self.infrastructure[instance.instance_id] = finished.infrastructure
             self.save_pred(None, instance.instance_id)

@@ -151,7 +151,7 @@ class InstanceRuns:
             return "not started (total cost limit)"
         hook.on_status("starting")
         try:
-            log_path = output_paths(self.output_dir, iid)["log"]
+            log_path = output_paths(self.output_dir, iid).log
             with RunLog(log_path, this_thread=True) as log:  # this instance's lines only
                 exit_status, patch = self._run(instance, Hooks([hook, log]))
         except KeyboardInterrupt:
@@ -168,7 +168,7 @@ class InstanceRuns:
         finally:
             with progress.lock:
                 progress.slots.pop(slot, None)
-        pred_path = output_paths(self.output_dir, iid)["pred"]
+        pred_path = output_paths(self.output_dir, iid).pred
         if exit_status in (INFRASTRUCTURE, MISTAKE):
             pred_path.unlink(missing_ok=True)
             self.save_pred(None, iid)
@@ -185,7 +185,7 @@ class InstanceRuns:
 
     def prediction(self, instance: Instance, patch: str) -> dict[str, Any]:
         """The harness's three keys, plus the feedback mode and its cost from the ``.traj``."""
-        traj_path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        traj_path = output_paths(self.output_dir, instance.instance_id).traj
         data = read_traj(traj_path) or RunRecord()
         return {
             "instance_id": instance.instance_id,
@@ -241,7 +241,7 @@ class InstanceRuns:
             error = error.__cause__  # the files are written; the error is what ended the run
         message = f"{type(error).__name__}: {error}"
         # the agent ran and saved its state before the crash, or nothing is there yet
-        data = read_traj(paths["traj"]) or RunRecord()
+        data = read_traj(paths.traj) or RunRecord()
         info = data.info
         info.exit_status, info.error, info.instance_id = "exit_error", message, instance.instance_id
         if isinstance(error, RETRIED):  # not finished: resume runs it again
@@ -250,14 +250,14 @@ class InstanceRuns:
             info.mistake = True
         patch = info.submission or ""
         info.submission = patch
-        self.write(paths["traj"], data.dumps())
+        self.write(paths.traj, data.dumps())
         patch = self.redactor.redact(patch)
-        self.write(paths["patch"], patch)
+        self.write(paths.patch, patch)
         return patch  # run_one writes the .pred
 
     def _mark_interrupted(self, instance: Instance) -> None:
         """The ``.traj`` of a run cut by the second interrupt says so: a resume runs it again."""
-        path = output_paths(self.output_dir, instance.instance_id)["traj"]
+        path = output_paths(self.output_dir, instance.instance_id).traj
         with contextlib.suppress(OSError, ValueError):
             data = RunRecord.read(path)
             data.info.exit_status = "interrupted"

@@ -351,4 +351,4 @@ def test_killing_a_batch_loses_no_finished_prediction(
     assert I1 in preds and preds[I1]["model_patch"].strip()
     assert I2 not in preds
     # The cut instance is not counted as finished: the next run (resume) does it again.
-    assert finished_status(output_paths(out, I2)["traj"]) is None
+    assert finished_status(output_paths(out, I2).traj) is None
