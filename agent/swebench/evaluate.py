@@ -111,8 +111,7 @@ def evaluate(
     the test outputs there and runs nothing (:func:`regrade`). ``on_start(to_grade, earlier)``
     is called with the two lists of outcomes-to-be once they are known. ``keep``: instances
     whose report in ``report_dir`` was written in this run
-    (:func:`~agent.swebench.reports.share_graded`), taken as
-    graded even with ``force``."""
+    (:func:`~agent.swebench.reports.share_graded`), taken as graded even with ``force``."""
     run_id = run_id or envs.run_id or time.strftime("%Y%m%d-%H%M%S")
     wanted = [i for i in instances if i.instance_id in predictions]
     todo: list[Instance] = []
@@ -147,7 +146,7 @@ def evaluate(
                 else:  # a plain function and its arguments: Ray's remote wraps functions only
                     args = (instance, prediction, envs, *detached)
                     executor.submit(instance.instance_id, evaluate_detached, *args)
-            outcomes += _landed_all(executor.wait(0.25), report_dir, on_done)
+            _land_all(executor.wait(0.25), report_dir, on_done, outcomes)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP (agent.cli.signals): stop now
         stop.set()
         outcomes += _stopped(executor, report_dir, on_done)
@@ -203,15 +202,14 @@ def _graded_before(
     return outcomes, todo
 
 
-def _landed_all(done: list[Done], report_dir: Path, on_done: Any) -> list[Outcome]:
-    """The outcomes of the jobs that finished (:func:`_landed`), each told to ``on_done``."""
-    outcomes = []
+def _land_all(done: list[Done], report_dir: Path, on_done: Any, outcomes: list[Outcome]) -> None:
+    """The outcomes of the jobs that finished (:func:`_landed`) added to ``outcomes`` one by
+    one (an interrupt meanwhile keeps those before it), each told to ``on_done``."""
     for item in done:
         outcome = _landed(item, report_dir)
         outcomes.append(outcome)
         if on_done is not None:
             on_done(outcome)
-    return outcomes
 
 
 def _interrupted(
