@@ -269,7 +269,7 @@ def grade_test_output(
     deviations: list[str],
     timeout: float | None = None,
 ) -> tuple[dict[str, Any], str, str, str]:
-    """Grade ``test_output`` (what :func:`agent.swebench.evaluate.evaluate_one` wrote) with
+    """Grade ``test_output`` (what :func:`agent.swebench.run_instance.evaluate_one` wrote) with
     swebench's rules (:func:`grade`) and add pgs's fields: why a patch was not graded
     (``error``: malformed, does not apply, the tests timed out), why an unresolved instance is
     not checkable here (``not_checkable``, :func:`network_failure`), the environment's
