@@ -36,7 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.swebench import Environments, Instance, eval_script, load_instances, parse_python_map
-from agent.swebench.evaluate import Outcome, evaluate
+from agent.swebench.evaluate import evaluate
+from agent.swebench.reports import Outcome
 
 SHARED = Path("..") / "shared" / "swebench"
 PARTS = ("FAIL_TO_PASS", "PASS_TO_PASS")

@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from agent.swebench import Environments, load_instances, parse_python_map
-from agent.swebench.evaluate import evaluate_one
 from agent.swebench.images import env_name
+from agent.swebench.run_instance import evaluate_one
 from envs.docker_util import docker_client
 
 RECORDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verified-dev.jsonl"

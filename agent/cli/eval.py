@@ -24,18 +24,11 @@ from agent.swebench import (
     load_instances,
     parse_python_map,
 )
-from agent.swebench.evaluate import (
-    NO_TEST_OUTPUT,
-    Outcome,
-    attempt_predictions,
-    evaluate,
-    gold_predictions,
-    load_predictions,
-    model_folder,
-    share_graded,
-)
+from agent.swebench.evaluate import NO_TEST_OUTPUT, evaluate
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.official import registry_arg
+from agent.swebench.predictions import attempt_predictions, gold_predictions, load_predictions
+from agent.swebench.reports import Outcome, model_folder, share_graded
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
@@ -245,7 +238,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     attempts = attempt_predictions(Path(args.predictions), predictions) if args.attempts else {}
 
-    def grade(preds: dict[str, dict[str, Any]], keep: frozenset[str]) -> tuple[list[Outcome], Path]:
+    def evaluate_all(
+        preds: dict[str, dict[str, Any]], keep: frozenset[str]
+    ) -> tuple[list[Outcome], Path]:
         done = total = 0
         with err.status("grading") as spinner:
 
@@ -292,10 +287,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 keep=keep,
             )
 
-    outcomes, path = grade(predictions, frozenset())
+    outcomes, path = evaluate_all(predictions, frozenset())
     print_summary(outcomes, path)
     if args.attempts:
-        grade_attempts(attempts, predictions, outcomes, path, report_dir, grade)
+        grade_attempts(attempts, predictions, outcomes, path, report_dir, evaluate_all)
     return 0
 
 
@@ -305,7 +300,7 @@ def grade_attempts(
     outcomes: list[Outcome],
     path: Path,
     report_dir: Path,
-    grade: Any,
+    evaluate_all: Any,
 ) -> None:
     """``--attempts``: grade each attempt's predictions as model ``<model>@attempt-<k>`` (an
     attempt whose patch is the chosen one takes the main grading), and add to the main summary
@@ -329,7 +324,7 @@ def grade_attempts(
             f"attempt {k}: {len(preds)} predictions, model {model}; {len(shared)} of them the "
             "chosen patch, graded above"
         )
-        attempt_outcomes, attempt_path = grade(preds, shared)
+        attempt_outcomes, attempt_path = evaluate_all(preds, shared)
         for o in attempt_outcomes:
             resolved.setdefault(o.instance_id, [])
             if o.kind == "resolved":

@@ -160,7 +160,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         status = _run(args, config, data, iid, output_dir)
         if status == "interrupted":
             return INTERRUPTED
-        traj_path = output_paths(output_dir, iid)["traj"]
+        traj_path = output_paths(output_dir, iid).traj
         replayed = json.loads(traj_path.read_text(encoding="utf-8"))
         result = compare(data, recorded, replayed, kind, iid, str(args.recording))
         result.replay_traj = str(traj_path) if args.output_dir else "(temporary)"

@@ -40,6 +40,7 @@ from agent.run.attempts import (
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.hooks import RunHook
 from agent.run.outputs import (
+    RunPaths,
     check_output_dir,
     check_writable,
     default_output_dir,
@@ -259,7 +260,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             exit_status=result.exit_status,
             force=args.force,
             redacted=result.trajectory.info.patch_redacted or (),
-            patch_file=output_paths(output_dir, task.instance_id)["patch"],
+            patch_file=output_paths(output_dir, task.instance_id).patch,
         )
         err.print(f"applied the patch to {repo}")
     return 0 if result.exit_status == "submitted" else 1
@@ -298,7 +299,7 @@ class TerminalHook(RunHook):
                 f"tokens | ${stats.instance_cost:.3f} | {time.monotonic() - self.started:.0f}s"
             )
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         self.close()
         report(result, paths, self.console)
 
@@ -339,12 +340,12 @@ def run_with_progress(
         if overwrite:
             remove_attempts(output_dir, task.instance_id)
         terminal = TerminalHook() if quiet else LiveView(err, report)
-        log = held.enter_context(RunLog(output_paths(output_dir, task.instance_id)["log"]))
+        log = held.enter_context(RunLog(output_paths(output_dir, task.instance_id).log))
         try:
             return run_attempts(task, config, output_dir, attempts, hooks=[terminal, log, *hooks])
         except KeyboardInterrupt:
             terminal.close()
-            traj = output_paths(output_dir, task.instance_id)["traj"]
+            traj = output_paths(output_dir, task.instance_id).traj
             if traj.exists():  # not before the agent started
                 err.print(f"interrupted; the trajectory so far is in {traj}")
             raise
@@ -352,7 +353,7 @@ def run_with_progress(
             terminal.close()
 
 
-def report(result: RunResult, paths: dict[str, Path], console: Console = err) -> None:
+def report(result: RunResult, paths: RunPaths, console: Console = err) -> None:
     """The patch on stdout; on stderr the run's exit status, usage and PGS summary; the host's
     secrets redacted from all of it."""
     redact = result.trajectory.redactor.redact
@@ -390,7 +391,7 @@ def report(result: RunResult, paths: dict[str, Path], console: Console = err) ->
                 console.print(redact(f"  round {r.round}: {r.selection.why}"))
     for line in summary_lines(result.trajectory):  # --attempts: each, the total, the choice
         console.print(redact(line))
-    console.print(f"trajectory: {paths['traj']}  patch: {paths['patch']}")
+    console.print(f"trajectory: {paths.traj}  patch: {paths.patch}")
 
 
 def _cost(result: RunResult, stats: dict[str, float]) -> str:

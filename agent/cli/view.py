@@ -13,7 +13,6 @@ file says the same) and goes through the run's :class:`~agent.core.secrets.Redac
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -29,6 +28,7 @@ if TYPE_CHECKING:
     from agent.record.pgs import RoundRecord
     from agent.record.trajectory import Step
     from agent.run.config import RunConfig
+    from agent.run.outputs import RunPaths
     from agent.run.task import Task
 
 #: The style of each part of a step or a round.
@@ -117,7 +117,7 @@ class LiveView(RunHook):
             else:
                 self.line(what, f"{what}: {text}", label="  ")
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         self.close()
         self.console.print()
         self.report(result, paths, self.console)

@@ -50,6 +50,7 @@ from agent.errors import GitHubError, InputError, Skipped
 from agent.github.client import GitHub, IssueRef
 from agent.github.pr import MARKER, OpenPRHook
 from agent.run.hooks import RunHook
+from agent.run.outputs import RunPaths
 
 DEFAULT_LABEL = "fix-me"
 DEFAULT_TRIGGER = "@pgs-agent"
@@ -269,7 +270,7 @@ class NoticeHook(RunHook):
         self.sender = sender
         self.url: str | None = None
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         if self.sender.refused:
             why = self.sender.refused.removesuffix(": pass --force anyway")
             pr = self.sender.github.send == "pr"

@@ -36,7 +36,7 @@ from agent.record.check import CheckReport
 from agent.record.pgs import PGSRecord, ValidationRecord
 from agent.run.config import RunConfig
 from agent.run.hooks import RunHook
-from agent.run.outputs import usage
+from agent.run.outputs import RunPaths, usage
 from agent.run.task import Task, check_repo
 from envs.images import RepoImageSpec
 
@@ -217,13 +217,13 @@ class OpenPRHook(RunHook):
     def on_start(self, task: Task, config: RunConfig) -> None:
         self._task, self._config = task, config
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         if self.github.send == "nothing" or self._task is None or self._config is None:
             return
         what = "no pull request opened" if self.github.send == "pr" else "no comment posted"
         self.refused = refusal(result, force=self.github.force)
         if self.refused:
-            print_error(f"{what}: {self.refused}; the patch is in {paths['patch']}")
+            print_error(f"{what}: {self.refused}; the patch is in {paths.patch}")
         elif self.github.send == "pr":
             self.url = open_pull_request(
                 self.client,

@@ -51,7 +51,7 @@ from agent.record.pgs import RoundRecord, Verdict
 from agent.record.trajectory import RunRecord, Step
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
-from agent.run.outputs import output_paths, write_results
+from agent.run.outputs import RunPaths, output_paths, write_results
 from agent.run.reviewer import with_pinned_plugins
 from agent.run.run_task import run_task
 from agent.run.sandbox import base_commit, close_after_error, open_sandbox
@@ -147,11 +147,11 @@ def attempts_config(args: argparse.Namespace) -> AttemptsConfig:
     )
 
 
-def attempt_paths(output_dir: Path, instance_id: str, attempt: int) -> dict[str, Path]:
+def attempt_paths(output_dir: Path, instance_id: str, attempt: int) -> RunPaths:
     """``<output>/<id>/attempt-<k>/<id>.traj`` and its siblings: every file of
     :func:`output_paths`, in the attempt's folder."""
     folder = output_dir / instance_id / f"attempt-{attempt}"
-    return {key: folder / path.name for key, path in output_paths(output_dir, instance_id).items()}
+    return output_paths(output_dir, instance_id).moved(folder)
 
 
 def remove_attempts(output_dir: Path, instance_id: str) -> None:
@@ -162,15 +162,15 @@ def remove_attempts(output_dir: Path, instance_id: str) -> None:
             shutil.rmtree(path)
 
 
-def _finished(paths: dict[str, Path]) -> RunRecord | None:
+def _finished(paths: RunPaths) -> RunRecord | None:
     """The ``.traj`` of an attempt that finished (a resume keeps it), else None."""
     try:
-        data = RunRecord.read(paths["traj"])
+        data = RunRecord.read(paths.traj)
     except (OSError, ValueError):
         return None
     if data.info.exit_status is None or data.info.exit_status in UNFINISHED:
         return None
-    return data if paths["pred"].exists() else None
+    return data if paths.pred.exists() else None
 
 
 def costs(data: RunRecord) -> tuple[float, float]:
@@ -260,7 +260,7 @@ def run_attempts(
                 paths=paths,
                 shared=shared,
             )
-            data = RunRecord.read(paths["traj"])
+            data = RunRecord.read(paths.traj)
         else:
             hook.on_status(f"attempt {k}/{attempts.count}: finished before, kept")
         record = data.pgs_record
@@ -403,7 +403,7 @@ def _write_chosen(
     and ``.pred``."""
     data = dict(done)[selection.chosen or done[0][0]]
     paths = output_paths(output_dir, task.instance_id)
-    traj = Trajectory(paths["traj"], replay_config={}, redactor=Redactor.for_config(config))
+    traj = Trajectory(paths.traj, replay_config={}, redactor=Redactor.for_config(config))
     traj.record = data.model_copy(update={"attempts": selection})
     chosen = next((c for c in selection.candidates if c.attempt == selection.chosen), None)
     submission = chosen.patch if chosen else ""

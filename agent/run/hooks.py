@@ -13,7 +13,7 @@
 - ``on_round(record)`` after PGS checked a candidate (``record``: its
   :class:`~agent.record.pgs.RoundRecord`: the verdict, the failure fed back, the feedback);
 - ``on_done(result, paths)`` once the ``.traj``, ``.patch`` and ``.pred`` are written
-  (``paths``: :func:`agent.run.outputs.output_paths`). Not called when the run raises.
+  (``paths``: an :class:`agent.run.outputs.RunPaths`). Not called when the run raises.
 
 :class:`RunHook` does nothing in each; a hook overrides what it needs. :class:`Hooks` calls a
 list of hooks in order (the first one listed first). An error a hook raises ends the run, as
@@ -25,7 +25,6 @@ an error of the run itself would. The hooks shipped: the terminal spinner and re
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from agent.record.pgs import RoundRecord
     from agent.record.trajectory import Step
     from agent.run.config import RunConfig
+    from agent.run.outputs import RunPaths
     from agent.run.task import Task
     from envs.sandbox import Sandbox
 
@@ -55,7 +55,7 @@ class RunHook:
     def on_round(self, record: RoundRecord) -> None:
         """PGS checked a candidate: ``record`` holds its verdict and what was fed back."""
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         """The run finished and its files are written."""
 
 
@@ -85,6 +85,6 @@ class Hooks(RunHook):
         for hook in self.hooks:
             hook.on_round(record)
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         for hook in self.hooks:
             hook.on_done(result, paths)

@@ -1,7 +1,8 @@
-"""A run's files: where they go (:func:`output_paths`), the checks that an output folder can
-take them (:func:`check_output_dir`, :func:`check_writable`, before any image work), making the
-folder (:func:`make_output_dir`: git ignores what pgs makes), writing the ``.traj``, ``.patch``
-and ``.pred`` (:func:`write_results`), and what the run used (:func:`usage`)."""
+"""A run's files: where they go (:func:`output_paths`, a :class:`RunPaths`), the checks that
+an output folder can take them (:func:`check_output_dir`, :func:`check_writable`, before any
+image work), making the folder (:func:`make_output_dir`: git ignores what pgs makes), writing
+the ``.traj``, ``.patch`` and ``.pred`` (:func:`write_results`), and what the run used
+(:func:`usage`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import os
 import time
 import uuid
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from agent.core.loop import RunResult
@@ -29,18 +31,49 @@ def default_output_dir(model: str) -> Path:
     return Path("trajectories") / f"{stamp}-{model.replace('/', '_')}-{uuid.uuid4().hex[:6]}"
 
 
-def output_paths(output_dir: Path, instance_id: str) -> dict[str, Path]:
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one run's files go (:func:`output_paths`): what hooks get in
+    ``on_done(result, paths)`` and what the batch, ``pgs run`` and the attempts write to."""
+
+    traj: Path
+    patch: Path
+    pred: Path
+    #: The properties PGS kept, as a patch of test files.
+    properties: Path
+    #: Not results: the run's log and resolved config (agent.run.runlog; --config takes it).
+    log: Path
+    config: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.traj.parent
+
+    def results(self) -> tuple[Path, ...]:
+        """The files that say a run of the instance was made (its log and config alone do
+        not)."""
+        return (self.traj, self.patch, self.pred, self.properties)
+
+    def files(self) -> dict[str, Path]:
+        """Every file by its field's name, in the order above."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def moved(self, folder: Path) -> RunPaths:
+        """The same file names in another folder (an attempt's, :mod:`agent.run.attempts`)."""
+        return RunPaths(**{name: folder / path.name for name, path in self.files().items()})
+
+
+def output_paths(output_dir: Path, instance_id: str) -> RunPaths:
+    """``<output_dir>/<id>/<id>.traj`` and its siblings."""
     folder = output_dir / instance_id
-    paths = {ext: folder / f"{instance_id}.{ext}" for ext in ("traj", "patch", "pred")}
-    paths["properties"] = folder / f"{instance_id}.properties.patch"
-    # Not results: the run's log and resolved config (agent.run.runlog; --config takes it).
-    paths["log"] = folder / f"{instance_id}.log"
-    paths["config"] = folder / f"{instance_id}.config.yaml"
-    return paths
-
-
-#: The files that say a run of the instance was made (its log and config alone do not).
-RESULTS = ("traj", "patch", "pred", "properties")
+    return RunPaths(
+        traj=folder / f"{instance_id}.traj",
+        patch=folder / f"{instance_id}.patch",
+        pred=folder / f"{instance_id}.pred",
+        properties=folder / f"{instance_id}.properties.patch",
+        log=folder / f"{instance_id}.log",
+        config=folder / f"{instance_id}.config.yaml",
+    )
 
 
 def first_missing(folder: Path) -> Path | None:
@@ -76,7 +109,7 @@ def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> 
     """Refuse a folder that holds a previous run's results for ``instance_id``; with
     ``overwrite`` remove them, so that the folder never mixes two runs' files."""
     paths = output_paths(output_dir, instance_id)
-    found = [paths[key] for key in RESULTS if paths[key].exists()]
+    found = [path for path in paths.results() if path.exists()]
     if not found:
         return
     if not overwrite:
@@ -85,7 +118,7 @@ def check_output_dir(output_dir: Path, instance_id: str, *, overwrite: bool) -> 
             f"{found[0].parent} already holds a run of {instance_id} ({names}): pass another "
             "--output-dir, or --overwrite to replace it"
         )
-    for path in paths.values():
+    for path in paths.files().values():
         path.unlink(missing_ok=True)
 
 
@@ -129,7 +162,7 @@ def check_writable(output_dir: Path) -> None:
 
 
 def write_results(
-    paths: dict[str, Path], task: Task, config: RunConfig, traj: Trajectory, submission: str
+    paths: RunPaths, task: Task, config: RunConfig, traj: Trajectory, submission: str
 ) -> None:
     """Write the ``.traj``, the ``.patch`` and the ``.pred``, each tried even when one before it
     failed (a full disk may still take a small file); a failure raises
@@ -143,9 +176,9 @@ def write_results(
     redact = traj.redactor.redact  # no host secret in any file (agent.core.secrets)
     kept: list[str] = []
     writes = [
-        (paths["traj"], traj.save),
-        (paths["patch"], lambda: write_atomic(paths["patch"], redact(submission))),
-        (paths["pred"], lambda: write_atomic(paths["pred"], redact(json.dumps(pred, indent=1)))),
+        (paths.traj, traj.save),
+        (paths.patch, lambda: write_atomic(paths.patch, redact(submission))),
+        (paths.pred, lambda: write_atomic(paths.pred, redact(json.dumps(pred, indent=1)))),
     ]
     failed: tuple[Path, OSError] | None = None
     for path, write in writes:
@@ -153,7 +186,7 @@ def write_results(
             write()
         except OSError as e:
             failed = failed or (path, e)
-            if path == paths["traj"] and path.exists():
+            if path == paths.traj and path.exists():
                 kept.append(f"{path.name} as of an earlier step")
             continue
         kept.append(path.name)

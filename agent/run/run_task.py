@@ -23,7 +23,7 @@ from agent.models import GlobalStats, get_model
 from agent.pgs.shared import SharedProperties
 from agent.run.config import RunConfig, config_yaml, dump
 from agent.run.hooks import Hooks, RunHook
-from agent.run.outputs import output_paths, write_results
+from agent.run.outputs import RunPaths, output_paths, write_results
 from agent.run.reviewer import make_reviewer
 from agent.run.sandbox import base_commit, close_after_error, open_sandbox
 from agent.run.task import Task, head_commit
@@ -38,7 +38,7 @@ def run_task(
     *,
     hooks: Iterable[RunHook] = (),
     global_stats: GlobalStats | None = None,
-    paths: dict[str, Path] | None = None,
+    paths: RunPaths | None = None,
     shared: SharedProperties | None = None,
 ) -> RunResult:
     """Run ``task``; ``hooks`` see it start, its progress, each step and its end
@@ -51,8 +51,8 @@ def run_task(
     replay = dump(config)
     replay["task"] = {"instance_id": task.instance_id, "repo": str(task.repo)}
     redactor = Redactor.for_config(config)
-    write_atomic(paths["config"], redactor.redact(config_yaml(config)))  # --config takes it
-    traj = Trajectory(paths["traj"], replay_config=replay, redactor=redactor)
+    write_atomic(paths.config, redactor.redact(config_yaml(config)))  # --config takes it
+    traj = Trajectory(paths.traj, replay_config=replay, redactor=redactor)
     traj.info.instance_id = task.instance_id
     traj.info.base_commit = head_commit(task.repo)
     model = get_model(config.model, global_stats)
@@ -88,7 +88,7 @@ def run_task(
         )
         result = agent.run(task.problem_statement)
         if reviewer is not None and config.pgs.keep_properties:
-            write_atomic(paths["properties"], redactor.redact(reviewer.properties_patch()))
+            write_atomic(paths.properties, redactor.redact(reviewer.properties_patch()))
     except BaseException as e:
         close_after_error(sandbox)
         if agent is None:  # the Generator never started: no exit status, nothing to keep
@@ -102,7 +102,7 @@ def run_task(
 
 
 def _keep_work_after(
-    error: BaseException, task: Task, config: RunConfig, traj: Trajectory, paths: dict[str, Path]
+    error: BaseException, task: Task, config: RunConfig, traj: Trajectory, paths: RunPaths
 ) -> None:
     """Write the results of a run the loop ended with ``error`` (its exit status and the diff
     so far are in ``traj.info``); raise :class:`RunFailed` for an error. An interrupt is left
@@ -123,4 +123,4 @@ def _keep_work_after(
             steps=traj.info.steps or 0,
             trajectory=traj,
         )
-        raise RunFailed(error, result, paths["traj"].parent) from error
+        raise RunFailed(error, result, paths.folder) from error

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from agent.record.pgs import RoundRecord
     from agent.record.trajectory import Step
     from agent.run.config import RunConfig
+    from agent.run.outputs import RunPaths
     from agent.run.task import Task
 
 #: Observation lines shown before ``… N more lines``.
@@ -228,12 +229,12 @@ class RunLog(RunHook):
         (_, head), *rest = round_lines(record, verdict_reason(self.agent))
         trace.info("%s", "\n".join([head, *(f"  {what}: {text}" for what, text in rest)]))
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
         trace.info(
             "exit status %s after %d steps; files: %s",
             result.exit_status,
             result.steps,
-            ", ".join(p.name for p in paths.values() if p.exists()),
+            ", ".join(p.name for p in paths.files().values() if p.exists()),
         )
 
 

@@ -12,7 +12,9 @@ resolve, a connection refused) is told apart, so that it is reported as not chec
 
 Grading is swebench's ``get_eval_report`` for repositories swebench knows (its log parser for
 the repository, its rules), and its parsers by name with ``get_eval_tests_report`` /
-``get_resolution_status`` for other repositories.
+``get_resolution_status`` for other repositories. :func:`grade_test_output` adds what
+swebench's report cannot say: a patch that is malformed or does not apply, tests that timed out,
+an instance not checkable here.
 """
 
 from __future__ import annotations
@@ -223,3 +225,84 @@ def network_failure(log: str, *, network: bool = False) -> str | None:
             f"{' '.join(line.split())[:200]}"
         )
     return None
+
+
+# --------------------------------------------------------------------------------------------
+# pgs's reading of a test output: what swebench's report cannot say
+
+
+#: How the harness ends the test output of a run that timed out.
+TIMEOUT = re.compile(r"\n\nTimeout error: (\d+(?:\.\d+)?) seconds exceeded\.\s*\Z")
+
+#: What ``git apply`` and ``patch`` say of a patch that is not a diff at all.
+MALFORMED_SIGNS = (
+    "corrupt patch",
+    "No valid patches in input",
+    "patch fragment without header",
+    "unrecognized input",
+    "Only garbage was found",
+    "malformed patch",
+)
+
+
+def _malformed(patch: str) -> str | None:
+    """Why ``patch`` is not a unified diff at all, or None."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    try:
+        parsed = PatchSet(patch)
+    except UnidiffParseError as e:
+        return str(e)
+    if not list(parsed):
+        return "no file diff found in it"
+    return None
+
+
+def grade_test_output(
+    instance: Instance,
+    spec: Any,
+    prediction: dict[str, Any],
+    test_output: Path,
+    *,
+    network: bool,
+    deviations: list[str],
+    timeout: float | None = None,
+) -> tuple[dict[str, Any], str, str, str]:
+    """Grade ``test_output`` (what :func:`agent.swebench.run_instance.evaluate_one` wrote) with
+    swebench's rules (:func:`grade`) and add pgs's fields: why a patch was not graded
+    (``error``: malformed, does not apply, the tests timed out), why an unresolved instance is
+    not checkable here (``not_checkable``, :func:`network_failure`), the environment's
+    ``deviations``. (report, kind, error, reason); kind is resolved, unresolved, not_checkable
+    or error."""
+    iid = instance.instance_id
+    log = test_output.read_text(encoding="utf-8", errors="replace")
+    report = grade(instance, spec, {**prediction, "instance_id": iid}, test_output)
+    patch = str(prediction.get("model_patch") or "")
+    error = ""
+    if log.startswith(APPLY_PATCH_FAIL):
+        apply_output = log.split("\n", 1)[-1]
+        why = _malformed(patch)
+        malformed = why or next((s for s in MALFORMED_SIGNS if s in apply_output), None)
+        said = [
+            line
+            for line in apply_output.splitlines()
+            if line.strip() and not line.startswith(("$ ", "Failed to apply patch"))
+        ]
+        first = next((line for line in said if line.startswith("error:")), None)
+        last = first or (said[-1] if said else "")
+        error = f"malformed patch: {why or last}" if malformed else f"patch does not apply: {last}"
+    elif TIMEOUT.search(log):
+        seconds = timeout if timeout is not None else float(TIMEOUT.findall(log)[-1])
+        error = f"tests timed out after {seconds:.0f} s"
+    reason = ""
+    if error:
+        report[iid]["error"] = error
+    elif not report[iid]["resolved"]:
+        reason = network_failure(log, network=network) or ""
+    if reason:
+        report[iid]["not_checkable"] = reason
+    if deviations:
+        report[iid]["deviations"] = deviations
+    kind = "error" if error else ("resolved" if report[iid]["resolved"] else "unresolved")
+    return report, "not_checkable" if reason else kind, error, reason

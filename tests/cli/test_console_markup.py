@@ -14,6 +14,7 @@ MODULES = [
     "agent.cli.eval",
     "agent.cli.inspect",
     "agent.cli.ladder",
+    "agent.cli.ladder_examples",
     "agent.cli.replay",
     "agent.cli.report",
     "agent.cli.github",

@@ -73,7 +73,7 @@ def test_windowed_edit_and_marker_submit_fix_the_bug(
     )
 
     assert run.result.exit_status == "submitted"
-    patch = run.paths["patch"].read_text()
+    patch = run.paths.patch.read_text()
     assert f"+{FIXED_LINE}" in patch
     assert hidden_tests_pass(repo, patch, tmp_path / "after")
     # The registry's WINDOW shows two lines; the state command's open file reaches the template.
@@ -96,7 +96,7 @@ def test_windowed_edit_and_marker_submit_fix_the_bug(
 def test_forfeit_ends_the_run(repo: Path, base_image: str, tmp_path: Path) -> None:
     run = run_agent(repo, [call("exit_forfeit")], base_image, tmp_path / "out", overrides("giveup"))
     assert run.result.exit_status == "exit_forfeit"
-    assert run.paths["patch"].read_text() == ""
+    assert run.paths.patch.read_text() == ""
 
 
 def test_a_bundle_that_pip_installs_works_in_a_sandbox_without_network(

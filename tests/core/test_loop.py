@@ -38,7 +38,7 @@ def test_tool_calls_fix_the_bug_and_write_patch_pred_traj(
     run = run_agent(repo, FIX_STEPS, base_image, tmp_path / "out")
 
     assert run.result.exit_status == "submitted"
-    patch = run.paths["patch"].read_text()
+    patch = run.paths.patch.read_text()
     assert "+    return text.upper()" in patch
     # Running Python in the sandbox left __pycache__ behind; it is not part of the patch.
     assert "__pycache__" not in patch and ".pyc" not in patch
@@ -47,9 +47,9 @@ def test_tool_calls_fix_the_bug_and_write_patch_pred_traj(
     # The model saw the fixed behaviour before submitting.
     assert "HI!" in last_message(run.requests[3])["content"]
 
-    pred = json.loads(run.paths["pred"].read_text())
+    pred = json.loads(run.paths.pred.read_text())
     assert pred == {
-        "instance_id": run.paths["traj"].stem,
+        "instance_id": run.paths.traj.stem,
         "model_name_or_path": MODEL,
         "model_patch": patch,
         # What `pgs report` compares (--feedback none here: nothing checked the patch).
@@ -123,7 +123,7 @@ def test_text_mode_fixes_the_bug_with_one_bash_block_per_reply(
     )
 
     assert run.result.exit_status == "submitted"
-    patch = run.paths["patch"].read_text()
+    patch = run.paths.patch.read_text()
     assert hidden_tests_pass(repo, patch, tmp_path / "after")
     assert all("tools" not in r for r in run.requests)  # text mode sends no functions
     system = run.requests[0]["messages"][0]["content"]
@@ -180,7 +180,7 @@ def test_three_format_errors_in_a_row_end_the_run(
     traj = run.traj
     assert traj["info"]["exit_status"] == "exit_format"
     assert traj["trajectory"] == []
-    assert run.paths["patch"].read_text() == ""
+    assert run.paths.patch.read_text() == ""
 
 
 # --------------------------------------------------------------------------- limits
@@ -192,9 +192,9 @@ def test_step_limit_submits_the_current_diff(repo: Path, base_image: str, tmp_pa
 
     assert run.result.exit_status == "submitted (exit_step_limit)"
     assert len(run.requests) == 2  # the third reply was never asked for
-    patch = run.paths["patch"].read_text()
+    patch = run.paths.patch.read_text()
     assert "+    return text.upper()" in patch
-    assert json.loads(run.paths["pred"].read_text())["model_patch"] == patch
+    assert json.loads(run.paths.pred.read_text())["model_patch"] == patch
     assert "step limit of 2" in run.traj["info"]["limit_message"]
 
 
@@ -205,7 +205,7 @@ def test_cost_limit_submits_the_current_diff(repo: Path, base_image: str, tmp_pa
 
     assert run.result.exit_status == "submitted (exit_cost)"
     assert len(run.requests) == 1
-    assert "+    return text.upper()" in run.paths["patch"].read_text()
+    assert "+    return text.upper()" in run.paths.patch.read_text()
     info = run.traj["info"]
     assert info["model_stats"]["instance_cost"] >= 0.05
     assert "per_instance_cost_limit" in info["limit_message"]
@@ -237,10 +237,10 @@ def test_replaying_the_saved_traj_reproduces_the_patch(
     copy = tmp_path / "copy"
     subprocess.run(["git", "clone", "-q", str(repo), str(copy)], check=True)
 
-    again = run_agent(copy, first.paths["traj"], base_image, tmp_path / "again")
+    again = run_agent(copy, first.paths.traj, base_image, tmp_path / "again")
 
     assert again.result.exit_status == first.result.exit_status == "submitted"
-    assert again.paths["patch"].read_text() == first.paths["patch"].read_text()
+    assert again.paths.patch.read_text() == first.paths.patch.read_text()
     assert [s["action"] for s in again.traj["trajectory"]] == [
         s["action"] for s in first.traj["trajectory"]
     ]

@@ -52,7 +52,7 @@ def test_ctrl_c_leaves_a_valid_traj_and_no_container(
         with pytest.raises(KeyboardInterrupt):
             run_task(task, config_for(server.url, base_image), out)
 
-    traj = json.loads(output_paths(out, task.instance_id)["traj"].read_text())
+    traj = json.loads(output_paths(out, task.instance_id).traj.read_text())
     assert traj["info"]["exit_status"] == "interrupted"
     assert [s["action"].split()[0] for s in traj["trajectory"]] == ["str_replace_editor", "echo"]
     assert "+    return text.upper()" in traj["info"]["submission"]

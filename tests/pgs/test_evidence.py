@@ -135,7 +135,7 @@ def test_the_named_property_file_overwritten_after_the_probe_still_fails_the_wro
     assert "The Generator changed the Tester's property files" in body
     assert f"- `{ORDER_FILE}` (edited)" in body
     # The inspector's PGS panel names it too.
-    traj = load(run.paths["traj"])
+    traj = load(run.paths.traj)
     assert isinstance(traj, InspectedTrajectory)
     html = write_trajectory(traj, tmp_path / "page.html").path.read_text()
     assert "the Generator changed the Tester's property files" in html
@@ -184,7 +184,7 @@ def test_a_deleted_property_file_is_restored_the_rerun_command_works_and_keep_pr
     assert changes(third) == {(ISSUE_FILE, "edited")}
     assert third["verdict"] == "passed" and pgs["verdict"] == "passed"
     assert f"{ISSUE_FILE} (edited); the check ran the Tester's version" in pgs["verdict_reason"]
-    kept = run.paths["properties"].read_text()
+    kept = run.paths.properties.read_text()
     assert "FORGED" not in kept and "def test_no_repeats(xs):" in kept
     assert "test_order_of_first_occurrence" in kept
 
@@ -278,7 +278,7 @@ def test_a_patch_that_edits_a_related_test_is_checked_against_the_original_test(
     assert why is not None and "the PGS verdict is tests-changed, not passed" in why
     body = "\n".join(evidence(result))
     assert f"- `{DEDUPE.related_test}` (modified)" in body
-    traj = load(run.paths["traj"])
+    traj = load(run.paths.traj)
     assert isinstance(traj, InspectedTrajectory)
     html = write_trajectory(traj, tmp_path / "page.html").path.read_text()
     assert f"as at the base commit: {DEDUPE.related_test} (modified)" in html
@@ -341,7 +341,7 @@ def test_work_the_generator_commits_is_submitted_and_checked_against_the_pinned_
     (only,) = pgs["rounds"]
     assert "+    for x in xs:" in only["patch"]
     assert only["verdict"] == "passed" and pgs["verdict"] == "passed"
-    submitted = run.paths["patch"].read_text()
+    submitted = run.paths.patch.read_text()
     assert "+    for x in xs:" in submitted and "listutils/core.py" in submitted
     base = run.traj["info"]["sandbox_base_commit"]
     assert pgs["base_commit"] == base

@@ -207,11 +207,11 @@ def test_the_correct_candidate_passes_and_the_loop_stops(main_run: Run) -> None:
 def test_the_patch_excludes_the_properties_which_keep_properties_writes_apart(
     main_run: Run, dedupe: Example, tmp_path: Path
 ) -> None:
-    patch = main_run.paths["patch"].read_text()
+    patch = main_run.paths.patch.read_text()
     assert patch == main_run.stdout  # what `pgs run` printed
     assert ".pgs" not in patch and "diff --git a/listutils/core.py" in patch
     assert "+    for x in xs:" in patch
-    kept = main_run.paths["properties"].read_text()
+    kept = main_run.paths.properties.read_text()
     added = re.findall(r"^\+\+\+ b/(\S+)", kept, re.MULTILINE)
     assert sorted(added) == [
         "tests/pgs_properties/test_issue_sound.py",
@@ -230,7 +230,7 @@ def test_the_patch_excludes_the_properties_which_keep_properties_writes_apart(
 def test_the_testers_edits_outside_the_properties_folder_are_reverted(main_run: Run) -> None:
     stray = [s for s in main_run.pgs["tester"]["trajectory"] if STRAY in s["action"]]
     assert [s["exit_code"] for s in stray] == [0]  # the edit was made in the sandbox
-    patch = main_run.paths["patch"].read_text()
+    patch = main_run.paths.patch.read_text()
     assert STRAY not in patch and "# tester" not in patch
     # Its own fix of the source did not reach the validation: the issue property still
     # failed on the original code and was kept.
@@ -261,7 +261,7 @@ def test_feedback_none_makes_no_tester_request(dedupe: Example, tmp_path: Path) 
     assert run.requests and not any(is_tester(r) for r in run.requests)
     assert len(run.requests) == 2
     assert run.pgs == {"mode": "none"}
-    assert "sorted(set(xs))" in run.paths["patch"].read_text()  # the wrong fix, unchallenged
+    assert "sorted(set(xs))" in run.paths.patch.read_text()  # the wrong fix, unchallenged
 
 
 SMALL_TESTER = writing_properties(
@@ -311,7 +311,7 @@ def test_rounds_0_checks_the_candidate_but_sends_no_feedback(
     assert pgs["rounds"][0]["failures"] > 0 and pgs["verdict"] == "failed"
     assert pgs["rounds"][0]["note"] == "no feedback: all 0 rounds used"
     assert len(run.generator_requests) == 2
-    assert "sorted(set(xs))" in run.paths["patch"].read_text()
+    assert "sorted(set(xs))" in run.paths.patch.read_text()
 
 
 # --------------------------------------------------------------------------- timeouts

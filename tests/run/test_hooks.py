@@ -15,6 +15,7 @@ from agent.models.script_server import ScriptedServer
 from agent.record.pgs import RoundRecord
 from agent.run.config import RunConfig, load_config
 from agent.run.hooks import Hooks, RunHook
+from agent.run.outputs import RunPaths
 from agent.run.run_task import run_task
 from agent.run.task import Task, check_repo, load_issue
 from tests.support.repos import make_repo
@@ -39,8 +40,8 @@ class Recorder(RunHook):
     def on_round(self, record: RoundRecord) -> None:
         self.events.append(("round", record))
 
-    def on_done(self, result: RunResult, paths: dict[str, Path]) -> None:
-        written = {name: path.exists() for name, path in paths.items()}
+    def on_done(self, result: RunResult, paths: RunPaths) -> None:
+        written = {name: path.exists() for name, path in paths.files().items()}
         self.events.append(("done", (result, written)))
 
     def kinds(self) -> list[str]:

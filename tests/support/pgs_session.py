@@ -25,7 +25,7 @@ from agent.cli import main
 from agent.core.loop import RunResult
 from agent.models.script_server import ScriptedServer
 from agent.run.config import load_config
-from agent.run.outputs import output_paths
+from agent.run.outputs import RunPaths, output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
 from tests.support.example_repos import ExampleRepo
@@ -142,7 +142,7 @@ def dedupe(xs):
 @dataclass
 class Run:
     result: RunResult | None
-    paths: dict[str, Path]
+    paths: RunPaths
     requests: list[dict[str, Any]]
     tester_requests: list[dict[str, Any]]
     stdout: str = ""
@@ -151,7 +151,7 @@ class Run:
 
     @property
     def traj(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.paths["traj"].read_text())
+        data: dict[str, Any] = json.loads(self.paths.traj.read_text())
         return data
 
     @property

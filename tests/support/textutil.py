@@ -20,7 +20,7 @@ from agent.cli import main
 from agent.core.loop import RunResult
 from agent.models.script_server import ScriptedServer, ScriptSource
 from agent.run.config import load_config, merge
-from agent.run.outputs import output_paths
+from agent.run.outputs import RunPaths, output_paths
 from agent.run.run_task import run_task
 from agent.run.task import check_repo, load_issue
 
@@ -77,11 +77,11 @@ FIX_STEPS = [VIEW, FIX, bash(CHECK, "Check the fix."), SUBMIT]
 class Run:
     result: RunResult
     requests: list[dict[str, Any]]
-    paths: dict[str, Path]
+    paths: RunPaths
 
     @property
     def traj(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.paths["traj"].read_text())
+        data: dict[str, Any] = json.loads(self.paths.traj.read_text())
         return data
 
 

@@ -90,16 +90,16 @@ def test_a_batch_writes_each_instance_s_log_and_config_and_its_exit_statuses(
 
     for iid in IDS:
         paths = output_paths(out, iid)
-        log = paths["log"].read_text(encoding="utf-8")
+        log = paths.log.read_text(encoding="utf-8")
         assert f"run of {iid}:" in log
         others = [other for other in IDS if other != iid]
         assert not any(f"run of {other}:" in log for other in others)  # its own lines only
         assert "THOUGHT:" in log and "ACTION:" in log
-        config = yaml.safe_load(paths["config"].read_text(encoding="utf-8"))
+        config = yaml.safe_load(paths.config.read_text(encoding="utf-8"))
         assert config["agent"]["step_limit"] == 3 and config["sandbox"]["type"] == "local"
-    slug = output_paths(out, IDS[0])["log"].read_text(encoding="utf-8")
+    slug = output_paths(out, IDS[0]).log.read_text(encoding="utf-8")
     assert "exit status submitted after 2 steps" in slug and "Still looking" not in slug
-    words = output_paths(out, IDS[1])["log"].read_text(encoding="utf-8")
+    words = output_paths(out, IDS[1]).log.read_text(encoding="utf-8")
     assert "Still looking (***)" in words
     assert "exit status submitted (exit_step_limit) after 3 steps" in words
 

@@ -23,7 +23,7 @@ import pytest
 from agent.cli import main
 from agent.models.script_server import ScriptedServer
 from agent.run.outputs import output_paths
-from agent.swebench.batch import finished_status
+from agent.swebench.resume import finished_status
 from tests.support.swe_dataset import Dataset, batch_args, make_dataset
 from tests.support.textutil import ROOT, closed_port, pgs_env
 
@@ -93,8 +93,8 @@ def test_endpoint_down_stops_the_batch_and_resume_retries_what_failed(
     assert preds == {}
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == IDS[:2]
     for iid in IDS[:2]:
-        assert finished_status(output_paths(out, iid)["traj"]) is None
-        assert not output_paths(out, iid)["pred"].exists()
+        assert finished_status(output_paths(out, iid).traj) is None
+        assert not output_paths(out, iid).pred.exists()
 
     # The endpoint is back: the resume runs the two that failed and the two not started.
     with ScriptedServer(editing) as server:
@@ -312,8 +312,8 @@ def test_an_instance_whose_repository_cannot_be_prepared_is_retried_on_resume(
         # Not a result: no prediction, not finished; the other instance's prediction is there.
         preds = json.loads((out / "preds.json").read_text())
         assert list(preds) == [first["instance_id"]] and preds[first["instance_id"]]["model_patch"]
-        assert not output_paths(out, iid)["pred"].exists()
-        assert finished_status(output_paths(out, iid)["traj"]) is None
+        assert not output_paths(out, iid).pred.exists()
+        assert finished_status(output_paths(out, iid).traj) is None
 
         # The repository is fixed: the resume runs it again, and skips the finished one.
         subprocess.run(fix, check=True, capture_output=True)

@@ -183,7 +183,7 @@ def test_a_changed_prediction_is_not_taken_for_the_graded_one(
     dataset: Dataset, tmp_path: Path
 ) -> None:
     from agent.swebench import Instance
-    from agent.swebench.evaluate import earlier_outcome
+    from agent.swebench.reports import earlier_outcome
 
     instance = Instance.from_record(dataset.record(I1))
     prediction = {"instance_id": I1, "model_name_or_path": "m", "model_patch": "a patch\n"}

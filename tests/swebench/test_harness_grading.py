@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agent.swebench.evaluate import _before_setup, _without_leftovers, apply_commands, apply_patch
 from agent.swebench.grading import END_TEST_OUTPUT, START_TEST_OUTPUT, network_failure
+from agent.swebench.patching import _before_setup, _without_leftovers, apply_commands, apply_patch
 from tests.support.swe_dataset import ENV, I1, I2, Dataset, eval_summary, make_dataset
 
 # A model's patch made in an image whose setup changed p.toml without committing it (so the

@@ -196,12 +196,12 @@ def check_consistent(out: Path, ids: set[str]) -> dict[str, Any]:
     assert set(preds) == ids
     for iid in ids:
         paths = output_paths(out, iid)
-        traj = json.loads(paths["traj"].read_text())
+        traj = json.loads(paths.traj.read_text())
         assert traj["info"]["exit_status"] == "submitted"
         assert traj["info"]["submission"] == preds[iid]["model_patch"]
-        assert paths["patch"].read_text() == preds[iid]["model_patch"]
-        assert json.loads(paths["pred"].read_text()) == preds[iid]
-        assert not [p.name for p in paths["traj"].parent.iterdir() if p.name.endswith(".tmp")]
+        assert paths.patch.read_text() == preds[iid]["model_patch"]
+        assert json.loads(paths.pred.read_text()) == preds[iid]
+        assert not [p.name for p in paths.traj.parent.iterdir() if p.name.endswith(".tmp")]
     return preds
 
 
@@ -281,7 +281,7 @@ def test_an_outage_on_the_cluster_is_retried_on_resume(
     assert "Unreachable" in err
     assert not (out / I2).exists()  # never submitted
     assert json.loads((out / I1 / f"{I1}.traj").read_text())["info"]["infrastructure"]
-    assert not output_paths(out, I1)["pred"].exists()
+    assert not output_paths(out, I1).pred.exists()
     with ScriptedServer(fixing_policy) as server:
         assert main([*batch_args(dataset, server.url, out), *ray_flags]) == 0
     assert "resume: 1 instance retried: it failed for infrastructure" in capsys.readouterr().err

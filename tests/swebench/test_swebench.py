@@ -31,7 +31,7 @@ from agent.swebench import (
     parse_python_map,
     select,
 )
-from agent.swebench.batch import finished_status
+from agent.swebench.resume import finished_status
 from envs.docker_util import LABEL, PID_LABEL, list_containers, remove_container
 from envs.errors import EnvError, ImageBuildError
 from tests.support.processes import Shown
@@ -351,4 +351,4 @@ def test_killing_a_batch_loses_no_finished_prediction(
     assert I1 in preds and preds[I1]["model_patch"].strip()
     assert I2 not in preds
     # The cut instance is not counted as finished: the next run (resume) does it again.
-    assert finished_status(output_paths(out, I2)["traj"]) is None
+    assert finished_status(output_paths(out, I2).traj) is None

@@ -26,7 +26,7 @@ from agent.errors import InstanceError
 from agent.pgs.related import is_test_file
 from agent.record.selection import Source
 from agent.record.trajectory import RunRecord
-from agent.swebench.evaluate import load_predictions
+from agent.swebench.predictions import load_predictions
 
 #: The folder of one ``--attempts`` attempt (``<id>/attempt-<k>/<id>.traj``).
 _ATTEMPT = re.compile(r"attempt-\d+")

@@ -37,7 +37,7 @@ from agent.pgs.check import check_candidate, original_tests
 from agent.pgs.related import related_tests
 from agent.pgs.runner import CheckSettings, run_pytest
 from agent.record.selection import AddedTest, Evidence, Probe
-from agent.swebench.evaluate import apply_commands, apply_prediction
+from agent.swebench.patching import apply_commands, apply_prediction
 from agent.swebench.selection.candidates import (
     Candidate,
     changed_paths,
