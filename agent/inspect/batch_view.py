@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from agent.errors import InspectError, ReportError
 from agent.inspect.lenient import KINDS, as_dict, as_float, as_int, read_json
-from agent.inspect.model import Batch, BatchRow, TrajectoryView
+from agent.inspect.model import BatchRow, BatchView, TrajectoryView
 from agent.inspect.trajectory_view import trajectory_from_dict
 from agent.pgs.compare import find_eval_report, prediction_fields, read_predictions
 from agent.record.trajectory import RunRecord
@@ -42,7 +42,7 @@ def _stem(path: Path) -> str:
     return path.name.removesuffix(".json").removesuffix(".traj")
 
 
-def _eval_summary(folder: Path, report: Path | None, batch: Batch) -> dict[str, Any] | None:
+def _eval_summary(folder: Path, report: Path | None, batch: BatchView) -> dict[str, Any] | None:
     if report is None:
         report, notes = find_eval_report(folder)
         batch.notes += notes
@@ -85,12 +85,12 @@ def load_batch(
     *,
     eval_report: Path | None = None,
     on_trajectory: Callable[[TrajectoryView], None] | None = None,
-) -> Batch:
+) -> BatchView:
     """One row per instance of a batch folder. Each trajectory is read once; ``on_trajectory``
     gets it (to render its page) before it is let go, so a large batch is never all in memory.
     ``eval_report``: a ``pgs eval`` summary or its folder, if it is not inside ``folder``."""
     folder = Path(folder)
-    batch = Batch(path=folder)
+    batch = BatchView(path=folder)
     try:
         preds = read_predictions(folder)
     except ReportError as e:

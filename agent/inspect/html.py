@@ -33,7 +33,7 @@ import markupsafe
 
 from agent.core.trajectory_file import write_atomic
 from agent.inspect.batch_view import load_batch
-from agent.inspect.model import Batch, Diff, FileDiff, SelectionView, TrajectoryView
+from agent.inspect.model import BatchView, Diff, FileDiff, SelectionView, TrajectoryView
 
 TEMPLATES = Path(__file__).with_name("templates")
 #: Characters of a command's output shown on the page (head and tail); the rest in a sidecar.
@@ -405,7 +405,7 @@ def page_name(instance_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", instance_id) + ".html"
 
 
-def batch_totals(batch: Batch) -> dict[str, Any]:
+def batch_totals(batch: BatchView) -> dict[str, Any]:
     rows = batch.rows
     costs = [r.cost for r in rows if r.cost is not None]
     steps = [r.steps for r in rows if r.steps is not None]
@@ -420,7 +420,7 @@ def batch_totals(batch: Batch) -> dict[str, Any]:
     }
 
 
-def render_batch(batch: Batch, links: dict[str, str]) -> str:
+def render_batch(batch: BatchView, links: dict[str, str]) -> str:
     charts = [
         histogram([r.cost for r in batch.rows if r.cost is not None], label="cost", unit=_money),
         histogram(
@@ -448,7 +448,7 @@ def write_batch(
     eval_report: Path | None = None,
     full_texts: bool = True,
     on_page: Callable[[Written], None] | None = None,
-) -> tuple[Written, Batch]:
+) -> tuple[Written, BatchView]:
     """``out_dir/index.html`` and one page per instance beside it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

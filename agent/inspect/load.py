@@ -1,7 +1,7 @@
 """Read what ``pgs inspect`` shows: a ``.traj`` file, a run folder or a batch folder.
 
 - :func:`load` decides what PATH is (:func:`resolve`) and returns a
-  :class:`~agent.inspect.model.TrajectoryView` or a :class:`~agent.inspect.model.Batch`;
+  :class:`~agent.inspect.model.TrajectoryView` or a :class:`~agent.inspect.model.BatchView`;
 - :func:`load_trajectory` / :func:`trajectory_from_dict`
   (:mod:`agent.inspect.trajectory_view`): one ``.traj``, in pgs's layout or SWE-agent's, or an
   older or foreign file with keys missing: every missing part becomes a ``"missing: <what>"``
@@ -23,7 +23,7 @@ from pathlib import Path
 from agent.errors import InspectError
 from agent.inspect.batch_view import load_batch
 from agent.inspect.lenient import KINDS, TRAJ_KEYS
-from agent.inspect.model import Batch, TrajectoryView
+from agent.inspect.model import BatchView, TrajectoryView
 from agent.inspect.trajectory_view import load_trajectory, trajectory_from_dict
 
 __all__ = [
@@ -62,7 +62,7 @@ def _attempt_of(path: Path, main: Path) -> bool:
     return re.fullmatch(r"attempt-\d+", path.parent.name) is not None and path.name == main.name
 
 
-def load(path: Path) -> TrajectoryView | Batch:
+def load(path: Path) -> TrajectoryView | BatchView:
     """A ``.traj`` or a run folder (one trajectory) or a batch folder; see :data:`KINDS`."""
     target = resolve(path)
     return load_batch(target) if target.is_dir() else load_trajectory(target)

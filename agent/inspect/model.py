@@ -409,7 +409,7 @@ class BatchRow:
 
 
 @dataclass
-class Batch:
+class BatchView:
     """A view of a batch folder: its rows and the eval report beside them."""
 
     path: Path

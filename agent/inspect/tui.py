@@ -42,7 +42,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, Tab
 
 from agent.inspect.batch_view import load_batch
 from agent.inspect.load import InspectError, load_trajectory, resolve
-from agent.inspect.model import Batch, BatchRow, TrajectoryView
+from agent.inspect.model import BatchRow, BatchView, TrajectoryView
 from agent.inspect.tui_pgs_text import pgs_text
 from agent.inspect.tui_text import (
     MAX_CHARS,
@@ -93,7 +93,7 @@ def run_tui(path: Path, *, eval_report: Path | None = None) -> int:
     return 0
 
 
-def load_target(path: Path, *, eval_report: Path | None = None) -> TrajectoryView | Batch:
+def load_target(path: Path, *, eval_report: Path | None = None) -> TrajectoryView | BatchView:
     """What PATH holds: one trajectory, or a batch's rows (each trajectory read when opened)."""
     target = resolve(path)
     if target.is_dir():
@@ -273,7 +273,7 @@ class BatchScreen(Screen[None]):
     ]
     COLUMNS = ("instance", "exit status", "steps", "cost", "time", "verdict", "resolved")
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: BatchView) -> None:
         super().__init__()
         self.record = batch
 
@@ -342,14 +342,14 @@ class InspectApp(App[None]):
         Binding("ctrl+c", "quit", "quit", show=False, priority=True),
     ]
 
-    def __init__(self, target: TrajectoryView | Batch, *, stop_signals: bool = False) -> None:
+    def __init__(self, target: TrajectoryView | BatchView, *, stop_signals: bool = False) -> None:
         """``stop_signals``: SIGINT, SIGTERM and SIGHUP end the app (see :meth:`on_mount`)."""
         super().__init__()
         self.target = target
         self.stop_signals = stop_signals
         #: The signal that ended the app, if one did.
         self.stopped_by: signal.Signals | None = None
-        where = target.path if isinstance(target, Batch) else target.path or target.instance_id
+        where = target.path if isinstance(target, BatchView) else target.path or target.instance_id
         self.sub_title = str(where)
 
     def on_mount(self) -> None:
@@ -368,14 +368,14 @@ class InspectApp(App[None]):
         self.exit()
 
     def get_default_screen(self) -> Screen[None]:
-        if isinstance(self.target, Batch):
+        if isinstance(self.target, BatchView):
             return BatchScreen(self.target)
         return TrajectoryScreen(self.target)
 
     def open_instance(self, index: int) -> None:
         """Show the batch's ``index``-th instance, in place of the one shown if there is one."""
         batch = self.target
-        if not isinstance(batch, Batch):
+        if not isinstance(batch, BatchView):
             return
         if not 0 <= index < len(batch.rows):
             self.notify("no more instances that way", timeout=2)

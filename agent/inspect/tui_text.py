@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.text import Text
 
 from agent.inspect.model import (
-    Batch,
     BatchRow,
+    BatchView,
     Diff,
     Round,
     StepView,
@@ -231,7 +231,7 @@ def result_text(traj: TrajectoryView) -> Text:
     return out
 
 
-def batch_text(batch: Batch) -> Text:
+def batch_text(batch: BatchView) -> Text:
     out = Text()
     out.append(f"{batch.path}", style="bold")
     out.append(f"  {len(batch.rows)} instances")

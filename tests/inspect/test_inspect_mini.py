@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from agent.inspect.load import load
-from agent.inspect.model import Batch, TrajectoryView
+from agent.inspect.model import BatchView, TrajectoryView
 from tests.models.test_replay_formats import FIRST, LAST, V1, V2_TOOLCALLS
 
 REFUSED = "```bash\nls\n```\nthen\n```bash\npwd\n```"
@@ -57,7 +57,7 @@ def test_minis_results_folder_is_a_batch_and_a_run_folder_a_run(tmp_path: Path) 
         (trajs / iid).mkdir(parents=True)
         (trajs / iid / f"{iid}.traj.json").write_text(json.dumps({**V1, "instance_id": iid}))
     batch = load(trajs)
-    assert isinstance(batch, Batch)
+    assert isinstance(batch, BatchView)
     assert [(r.instance_id, r.exit_status, r.steps) for r in batch.rows] == [
         ("a__a-1", "Submitted", 2),
         ("b__b-2", "Submitted", 2),
