@@ -62,7 +62,7 @@ class ScriptedServer:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer((host, port), _handler_for(self))
+        self._httpd = _QuietServer((host, port), _handler_for(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
@@ -182,6 +182,19 @@ def _error(
     kind = "invalid_request_error" if status < 500 else "server_error"
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return status, body, headers or {}
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up before its answer is written (a run that stops, a timeout) is
+    the client's business: one debug line, not socketserver's traceback on stderr, which lands
+    in the middle of the output of whatever shares the process or the terminal."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, (BrokenPipeError, ConnectionResetError)):
+            logger.debug("%s hung up before its answer: %s", client_address, error)
+        else:
+            logger.exception("answering %s failed", client_address)
 
 
 def _handler_for(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
