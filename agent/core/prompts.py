@@ -66,8 +66,13 @@ def render_text(template: str, values: Mapping[str, Any]) -> str:
     return _compiled(template).render(**values)
 
 
+def config_only_prompt(*keys: str) -> Any:
+    """A config field holding the default.yaml template at ``keys``, settable only by file."""
+    return Field(default=default_prompt(*keys), json_schema_extra=CONFIG_ONLY)
+
+
 def _default(section: str, key: str) -> Any:
-    return Field(default=default_prompt("agent", section, key), json_schema_extra=CONFIG_ONLY)
+    return config_only_prompt("agent", section, key)
 
 
 class FormatErrors(BaseModel):

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.core.loop import Agent
 from agent.core.loop_config import MESSAGE_FIELDS, AgentConfig
-from agent.core.prompts import CONFIG_ONLY, default_prompt
+from agent.core.prompts import config_only_prompt, default_prompt
 from agent.core.tools import Toolset
 from agent.core.trajectory_file import Trajectory
 from agent.models import Model
@@ -38,32 +38,15 @@ class TesterConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     system_template: str = TESTER_SYSTEM_TEMPLATE
     instance_template: str = TESTER_INSTANCE_TEMPLATE
-    retry_template: str = Field(
-        default=default_prompt("pgs", "tester", "retry_template"), json_schema_extra=CONFIG_ONLY
+    retry_template: str = config_only_prompt("pgs", "tester", "retry_template")
+    probe_template: str = config_only_prompt("pgs", "tester", "probe_template")
+    examples_system_template: str = config_only_prompt("pgs", "tester", "examples_system_template")
+    examples_instance_template: str = config_only_prompt(
+        "pgs", "tester", "examples_instance_template"
     )
-    probe_template: str = Field(
-        default=default_prompt("pgs", "tester", "probe_template"), json_schema_extra=CONFIG_ONLY
-    )
-    examples_system_template: str = Field(
-        default=default_prompt("pgs", "tester", "examples_system_template"),
-        json_schema_extra=CONFIG_ONLY,
-    )
-    examples_instance_template: str = Field(
-        default=default_prompt("pgs", "tester", "examples_instance_template"),
-        json_schema_extra=CONFIG_ONLY,
-    )
-    inputs_system_template: str = Field(
-        default=default_prompt("pgs", "tester", "inputs_system_template"),
-        json_schema_extra=CONFIG_ONLY,
-    )
-    inputs_instance_template: str = Field(
-        default=default_prompt("pgs", "tester", "inputs_instance_template"),
-        json_schema_extra=CONFIG_ONLY,
-    )
-    inputs_note_template: str = Field(
-        default=default_prompt("pgs", "tester", "inputs_note_template"),
-        json_schema_extra=CONFIG_ONLY,
-    )
+    inputs_system_template: str = config_only_prompt("pgs", "tester", "inputs_system_template")
+    inputs_instance_template: str = config_only_prompt("pgs", "tester", "inputs_instance_template")
+    inputs_note_template: str = config_only_prompt("pgs", "tester", "inputs_note_template")
     step_limit: int = Field(default=30, ge=1, description="most steps for writing properties")
     time_limit: float = Field(default=900.0, ge=0, description="wall-clock seconds (0: none)")
     properties_dir: str = Field(default=PROPERTIES_DIR, description="scratch folder in the repo")
