@@ -42,11 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("markexpr", "").replace(" ", "") == "notdocker":
         os.environ["DOCKER_HOST"] = NO_DOCKER
     # A shell without job control starts a background job (`pytest ... &` in a script) with
-    # SIGINT ignored, and every process a test starts inherits that: a pgs, a scripted server
-    # or a sandbox command the test stops by Ctrl-C would never stop. Handled here, a child
-    # starts with the default again.
+    # SIGINT ignored, and `nohup` starts it with SIGHUP ignored; every process a test starts
+    # inherits that: a pgs, a scripted server or a sandbox command the test stops by Ctrl-C or
+    # a hang-up would never stop (pgs keeps an ignored signal ignored, as nohup asks). Handled
+    # here, a child starts with the default again.
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 #: Module fixtures that each cost a whole run, a cluster or a build (test module, fixture): the
