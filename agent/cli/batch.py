@@ -1,5 +1,5 @@
 """``pgs batch``: run the agent over SWE-bench instances, N at a time, resumably
-(:mod:`agent.swebench.batch`)."""
+(:mod:`agent.swebench.scheduler`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from rich.table import Table
 
 from agent.cli.eval import add_environment_flags
 from agent.errors import INFRASTRUCTURE, INTERRUPTED, USER_ERROR, print_error
-from agent.run.attempts import add_attempts_flags, attempts_config
 from agent.run.config import add_config_flags, flag_overrides, load_config
 from agent.run.outputs import check_writable, default_output_dir
 from agent.run.reviewer import check_models
+from agent.run.run_attempts import add_attempts_flags, attempts_config
 from agent.swebench import (
     Environments,
     InstanceError,
@@ -25,8 +25,8 @@ from agent.swebench import (
     parse_python_map,
     select,
 )
-from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
+from agent.swebench.scheduler import Batch
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

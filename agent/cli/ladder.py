@@ -35,7 +35,7 @@ a config or flag that sets one of those is refused: it would make the rows somet
 ``pgs.check.shrink_order`` set to pick-then-shrink (a config setting it is then refused too).
 
 The batch is either SWE-bench records (``--instances FILE``, with ``pgs batch``'s selection and
-environment flags; each row is a :class:`agent.swebench.batch.Batch`, graded as ``pgs eval``
+environment flags; each row is a :class:`agent.swebench.scheduler.Batch`, graded as ``pgs eval``
 grades, the summary in ``OUTPUT/<row>/eval``) or the bundled examples (``--examples [NAME
 ...]``, :data:`agent.cli.demo.EXAMPLES`; each row runs every example with
 :func:`agent.run.run_task.run_task` and grades it by the hidden tests the agent never saw, as ``pgs
@@ -81,9 +81,9 @@ from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_c
 from agent.run.outputs import default_output_dir
 from agent.run.reviewer import check_models
 from agent.swebench import load_instances, parse_python_map, select
-from agent.swebench.batch import Batch
 from agent.swebench.executors import add_executor_flags, make_executor
 from agent.swebench.images import Environments
+from agent.swebench.scheduler import Batch
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 

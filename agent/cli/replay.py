@@ -43,8 +43,8 @@ from agent.run.outputs import make_output_dir, output_paths
 from agent.run.run_task import run_task
 from agent.run.task import Task, check_repo
 from agent.swebench import Environments, InstanceError, load_instances, parse_python_map
-from agent.swebench.batch import Batch
 from agent.swebench.executors import make_executor
+from agent.swebench.scheduler import Batch
 
 out = Console(highlight=False, width=140)
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)

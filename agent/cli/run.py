@@ -29,14 +29,6 @@ from agent.github.pr import GitHubConfig, check_local_flags, github_task
 from agent.record.pgs import ValidationRecord
 from agent.record.trajectory import Step
 from agent.run.apply import apply_patch
-from agent.run.attempts import (
-    AttemptsConfig,
-    add_attempts_flags,
-    attempts_config,
-    remove_attempts,
-    run_attempts,
-    summary_lines,
-)
 from agent.run.config import RunConfig, add_config_flags, flag_overrides, load_config
 from agent.run.hooks import RunHook
 from agent.run.outputs import (
@@ -50,6 +42,14 @@ from agent.run.outputs import (
     usage,
 )
 from agent.run.reviewer import check_endpoints, check_models, check_prices
+from agent.run.run_attempts import (
+    AttemptsConfig,
+    add_attempts_flags,
+    attempts_config,
+    remove_attempts,
+    run_attempts,
+    summary_lines,
+)
 from agent.run.runlog import RunLog
 from agent.run.task import Task, check_clean, check_repo, load_issue
 from envs.images import RepoImageSpec
@@ -322,7 +322,7 @@ def run_with_progress(
     """:func:`run_task` with the live view (:class:`agent.cli.view.LiveView`; ``quiet``: the
     spinner, :class:`TerminalHook`) and the report first, then the run's log file
     (:class:`agent.run.runlog.RunLog`), then ``hooks``; with ``attempts``, several attempts
-    (:func:`agent.run.attempts.run_attempts`: the attempts an earlier run finished are kept,
+    (:func:`agent.run.run_attempts.run_attempts`: the attempts an earlier run finished are kept,
     unless ``overwrite``)."""
     check_writable(output_dir)
     made = first_missing(output_dir / task.instance_id)

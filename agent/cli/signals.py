@@ -7,7 +7,7 @@ Only the main thread sees the interrupt. A command whose work runs in threads en
 itself: ``pgs eval`` and ``pgs select`` remove the containers this process started
 (:func:`envs.docker_util.remove_own_containers`), so the running jobs fail at once; ``pgs batch``
 lets its running instances finish and does so on a second interrupt
-(:mod:`agent.swebench.batch`). The processes pgs starts on the host (the local sandbox's helper)
+(:mod:`agent.swebench.scheduler`). The processes pgs starts on the host (the local sandbox's helper)
 run in sessions of their own, so a Ctrl-C in the terminal reaches pgs alone, which stops them;
 none prints a traceback of its own. A command that kept what it finished says so in one line
 before its ``interrupted`` line (:class:`agent.errors.Interrupted`)."""

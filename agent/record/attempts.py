@@ -1,6 +1,6 @@
 """Several attempts on one issue and the choice among them: the ``.traj``'s ``attempts``.
 
-Written by :mod:`agent.run.attempts`; the choice itself is :mod:`agent.pgs.selection`'s.
+Written by :mod:`agent.run.run_attempts`; the choice itself is :mod:`agent.pgs.selection`'s.
 """
 
 from __future__ import annotations

@@ -11,6 +11,6 @@ the integrations import it.
 - :class:`agent.run.hooks.RunHook`: how a caller plugs into a run; :mod:`agent.run.runlog` its
   log;
 - :mod:`agent.run.outputs` (the output files and usage), :mod:`agent.run.apply` (``--apply``),
-  :mod:`agent.run.attempts` (several attempts on one issue), :mod:`agent.run.foreign` (other
+  :mod:`agent.run.run_attempts` (several attempts on one issue), :mod:`agent.run.foreign` (other
   tools' config keys).
 """

@@ -59,7 +59,7 @@ class RunPaths:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
     def moved(self, folder: Path) -> RunPaths:
-        """The same file names in another folder (an attempt's, :mod:`agent.run.attempts`)."""
+        """The same file names in another folder (an attempt's, :mod:`agent.run.run_attempts`)."""
         return RunPaths(**{name: folder / path.name for name, path in self.files().items()})
 
 

@@ -43,7 +43,7 @@ def run_task(
 ) -> RunResult:
     """Run ``task``; ``hooks`` see it start, its progress, each step and its end
     (:mod:`agent.run.hooks`). ``paths``: where its files go (default: :func:`output_paths`);
-    ``shared``: a property set to adopt (one attempt of several, :mod:`agent.run.attempts`)."""
+    ``shared``: a property set to adopt (one attempt of several, :mod:`agent.run.run_attempts`)."""
     run_id = uuid.uuid4().hex[:12]
     hook = Hooks(hooks)
     hook.on_start(task, config)

@@ -8,7 +8,7 @@
 Layer 2, beside :mod:`agent.github` and :mod:`agent.inspect` (neither imports the other):
 imports :mod:`agent.run`, :mod:`agent.pgs`, :mod:`agent.core`, :mod:`agent.models`,
 :mod:`agent.record`, :mod:`agent.errors` and :mod:`envs`. Entry points: :func:`load_instances`,
-the batch (:mod:`agent.swebench.batch`, ``pgs batch``), the evaluation
+the batch (:mod:`agent.swebench.scheduler`, ``pgs batch``), the evaluation
 (:mod:`agent.swebench.evaluate`, ``pgs eval``) and :mod:`agent.swebench.selection` (``pgs
 select``).
 """

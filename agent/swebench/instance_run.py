@@ -1,7 +1,8 @@
 """One instance of ``pgs batch`` run into the batch's output folder
-(:meth:`InstanceRuns.run_one`): its working tree and image, :func:`agent.run.attempts.run_attempts`,
+(:meth:`InstanceRuns.run_one`): its working tree and image,
+:func:`agent.run.run_attempts.run_attempts`,
 its ``.pred``, a crash recorded in its ``.traj``, and ``preds.json`` and the exit statuses
-merged under the folder's lock. :class:`~agent.swebench.batch.Batch` schedules these runs;
+merged under the folder's lock. :class:`~agent.swebench.scheduler.Batch` schedules these runs;
 :func:`run_detached` runs one in a scratch folder for an executor whose workers do not share
 the output folder, and returns its files (:class:`Finished`)."""
 
@@ -27,10 +28,10 @@ from agent.errors import InputError, RunFailed, SetupFailed
 from agent.models import GlobalStats
 from agent.pgs.compare import prediction_fields
 from agent.record.trajectory import RunRecord
-from agent.run.attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.config import RunConfig
 from agent.run.hooks import Hooks, RunHook
 from agent.run.outputs import output_paths
+from agent.run.run_attempts import AttemptsConfig, remove_attempts, run_attempts
 from agent.run.runlog import RunLog
 from agent.run.task import Task
 from agent.swebench import TESTBED, Environments, Instance, find_mirror, official, working_tree
@@ -71,7 +72,7 @@ class InstanceRuns:
     preds_lock: threading.Lock = field(default_factory=threading.Lock)
     #: Instances of this run that failed for infrastructure: what failed (:data:`RETRIED`).
     infrastructure: dict[str, str] = field(default_factory=dict)
-    #: Generator attempts per instance (``--attempts``, :mod:`agent.run.attempts`).
+    #: Generator attempts per instance (``--attempts``, :mod:`agent.run.run_attempts`).
     attempts: AttemptsConfig = field(default_factory=AttemptsConfig)
 
     @cached_property

@@ -19,7 +19,7 @@ MODULES = [
     "agent.cli.report",
     "agent.cli.github",
     "agent.github.pr",
-    "agent.swebench.batch",
+    "agent.swebench.scheduler",
 ]
 SHOWN = "why: tests/test_parse.py::test_parse[case-1] failed; asked by @renovate[bot] [red]x[/]"
 

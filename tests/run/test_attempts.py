@@ -145,9 +145,9 @@ def test_a_detached_run_s_attempt_folders_land_in_the_output_folder(tmp_path: Pa
     by the driver as the local run wrote it: the attempt folders beside the main files."""
     from agent.run.config import load_config
     from agent.swebench import Environments, Instance
-    from agent.swebench.batch import Batch
     from agent.swebench.instance_run import Finished
     from agent.swebench.progress import Progress
+    from agent.swebench.scheduler import Batch
 
     iid = "acme__lib-1"
     instance = Instance.from_record({"instance_id": iid, "repo": "acme/lib", "base_commit": "a"})

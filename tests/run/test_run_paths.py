@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.run.attempts import attempt_paths
 from agent.run.outputs import output_paths
+from agent.run.run_attempts import attempt_paths
 
 
 def test_a_runs_files_are_named_after_its_instance_in_its_folder(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ through :class:`~agent.pgs.reviewer.PGS`) writes its properties in a fresh conta
 instance's seal and they are validated there as every pgs run validates them (unsound ones
 dropped; the kept issue properties that fail on the original code *show the bug*, and the
 inputs they failed on are replayed in every later check). Then every candidate that applies is
-checked by them as ``--attempts`` checks pgs's own attempts (:func:`agent.run.attempts.select`):
+checked by them as ``--attempts`` checks pgs's own attempts (:func:`agent.run.run_attempts.select`):
 the same :class:`PGS` object, a fresh container of the seal per candidate, the same Hypothesis
 seed (its check counter reset) and the same replayed inputs. The patch checked is the one the
 harness's commands applied (:meth:`~envs.sandbox.Sandbox.diff` of the candidate's container),
@@ -115,7 +115,8 @@ class IssueProperties:
 
     def check(self, index: int, patch: str, found: Evidence) -> None:
         """Check one candidate's ``patch`` (as applied) by the kept properties, as
-        ``--attempts`` does (:func:`agent.run.attempts._candidate`); the result into ``found``."""
+        ``--attempts`` does (:func:`agent.run.run_attempts._candidate`); the result into
+        ``found``."""
         checker = self.checker
         if not checker.kept:
             return

@@ -68,8 +68,8 @@ from agent.core.locks import claim
 from agent.errors import INTERRUPTED, Claimed, InputError
 from agent.models import model_kind
 from agent.record.trajectory import RunRecord
-from agent.run.attempts import remove_attempts
 from agent.run.outputs import make_output_dir, output_paths
+from agent.run.run_attempts import remove_attempts
 from agent.run.runlog import BatchLog
 from agent.swebench import Instance
 from agent.swebench.executors import Done, Executor, LocalExecutor
