@@ -13,7 +13,10 @@ its own (the helper then scans /proc, freezes and kills).
 The persistent shell session (``agent.shell: persistent``), side by side: `true` in a session
 whose state (after a `cd`, an `export`, a function and an alias) each command restores and
 saves again.
-Last lines: exec_speedup=<docker exec p50 / ours p50>,
+What the seal reads (what a sandbox's set-up wrote), side by side: the writable layer listed on
+this machine and `docker diff`.
+Last lines: seal_listing_speedup=<docker diff p50 / listing p50>,
+exec_speedup=<docker exec p50 / ours p50>,
 persistent_over_fresh=<`true` in a session p50 / fresh p50>,
 containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
 """
@@ -32,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from envs import docker_changes
 from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
 from envs.docker_util import docker_client
 from envs.images import RepoImageSpec, build_repo_image, ensure_base_image
@@ -116,6 +120,13 @@ def main() -> None:
                 sdk += timed(docker_exec_sdk, 1)
             box.write_file("/tmp/one_mb.bin", b"x" * (1 << 20))
             reads = timed(lambda: box.read_file("/tmp/one_mb.bin"), 20)
+            # What the seal asks: the container's writable layer, listed on this machine
+            # (envs/docker_changes.py) and by `docker diff`, interleaved.
+            listed, diffed = [], []
+            for _ in range(1 if args.quick else 3):
+                if docker_changes.upper_dir(box.container) is not None:
+                    listed += timed(lambda: docker_changes.changed_paths(box.container), 1)
+                diffed += timed(lambda: box.container.diff(), 1)
 
         # A repository image: cold (empty wheelhouse cache, no image) then warm (cache hit).
         # Not in a quick run: the cold build installs from the package index.
@@ -146,6 +157,11 @@ def main() -> None:
         f"{'read 1 MB file':<34} p50 {statistics.median(reads) * 1e3:8.2f} ms   "
         f"{1 / statistics.median(reads):8.1f} MB/s"
     )
+    if listed:
+        row("seal: writable layer, listed here", listed)
+    row("seal: docker diff", diffed)
+    listing = statistics.median(diffed) / statistics.median(listed) if listed else float("nan")
+    print(f"seal_listing_speedup={listing:.0f}")
     print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
     print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")
     print(f"persistent_over_fresh={statistics.median(kept) / statistics.median(ours):.2f}")

@@ -41,13 +41,14 @@ import re
 import shlex
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from envs.channel import CANCEL, HELPER_SCRIPT, HelperSandbox, helper_files
 from envs.disk_watch import DiskWatch, megabytes
+from envs.docker_changes import changed_paths, written_by_setup
 from envs.docker_config import DockerSandboxConfig, parse_size
 from envs.docker_io import SocketChannel, tar_files, tar_path
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
@@ -251,17 +252,15 @@ class DockerSandbox(HelperSandbox):
             if not self.container.put_archive(parent or "/", data):
                 raise SandboxError(f"could not copy {local} to {remote} in the sandbox")
 
-    def seal(self, base: str) -> DockerSeal:
+    def seal(self, base: str, *, own: Sequence[str] = ()) -> DockerSeal:
         """A :class:`~envs.seal.Seal` of the sandbox as it is now (call it before the
         Generator's first command): new containers of the image it started from when nothing
-        but the helper was written since, else of a snapshot of its container (``docker
+        but the helper (and the caller's ``own`` folders, which it writes into every fresh
+        container itself) was written since, else of a snapshot of its container (``docker
         commit``, labelled ``pgs-agent.kind=snapshot``, removed when this sandbox closes)."""
-        written = [
-            change["Path"]
-            for change in self.container.diff() or []
-            if change["Path"] not in ("/tmp", HELPER_DIR)
-            and not change["Path"].startswith(f"{HELPER_DIR}/")
-        ]
+        with translate_errors("listing what the sandbox's set-up wrote"):
+            changes = changed_paths(self.container)
+        written = written_by_setup(changes, own=[HELPER_DIR, *own])
         if not written:
             image = str(self.container.attrs["Image"])
         else:

@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -191,7 +191,7 @@ class LocalSandbox(HelperSandbox):
         else:
             shutil.copy2(local, target)
 
-    def seal(self, base: str) -> Unsealed:
+    def seal(self, base: str, *, own: Sequence[str] = ()) -> Unsealed:
         """No fresh sandbox here: the checks run in the working copy the Generator edited
         (:mod:`envs.seal`), and every verdict says so."""
         return Unsealed(

@@ -10,13 +10,15 @@ SWE-bench harness grades a patch in a fresh container.
 
 - :class:`~envs.docker_sandbox.DockerSandbox` seals (``DockerSandbox.seal``): a new container
   of its image, or of a snapshot of its container when the sandbox was given files after it
-  started (the repository copied in, the user's uncommitted changes);
+  started (the repository copied in, the user's uncommitted changes; not pgs's own helper and
+  plugin folders, which pgs writes into every new container itself);
 - every other sandbox is :class:`Unsealed`: the check runs where the Generator worked, and
   every verdict says so (:data:`UNSEALED_NOTE`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from envs.sandbox import Sandbox
@@ -53,13 +55,15 @@ class Unsealed:
         return self.sandbox
 
 
-def seal_of(sandbox: Sandbox, base: str) -> Seal:
+def seal_of(sandbox: Sandbox, base: str, *, own: Sequence[str] = ()) -> Seal:
     """The sandbox's seal, taken now (call it once the sandbox is ready, before the Generator
-    runs): its own when it offers one (a ``seal(base)`` method), else :class:`Unsealed`."""
+    runs): its own when it offers one (a ``seal(base, own=...)`` method), else
+    :class:`Unsealed`. ``own``: folders the caller writes itself into every fresh sandbox before
+    using it (pgs's pytest plugin), which need no snapshot."""
     take = getattr(sandbox, "seal", None)
     if take is None:
         kind = type(sandbox).__name__
         return Unsealed(sandbox, f"{kind} cannot start a fresh sandbox")
-    seal = take(base)
+    seal = take(base, own=own)
     assert isinstance(seal, Seal)
     return seal

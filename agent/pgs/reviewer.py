@@ -70,7 +70,7 @@ from agent.pgs.feedback import IO_MODES, TokenCounter, render_feedback, select_f
 from agent.pgs.guard import SAFE_GIT, PropertyGuard, describe
 from agent.pgs.pool import count_pool
 from agent.pgs.related import changed_files, is_test_file, related_tests
-from agent.pgs.runner import CheckSettings, install_plugin, pytest_command
+from agent.pgs.runner import CheckSettings, install_plugin, plugin_dir, pytest_command
 from agent.pgs.shared import SharedProperties
 from agent.pgs.tester import restore_original
 from agent.pgs.tokens import ChosenCounter, first_time
@@ -141,7 +141,7 @@ class PGS(TesterTurns):
         self.base = base
         #: Where every check, validation and Tester turn runs: a sandbox the Generator never
         #: touched (:mod:`envs.seal`), taken now, before the Generator's first command.
-        self.seal = seal if seal is not None else seal_of(sandbox, base)
+        self.seal = seal if seal is not None else seal_of(sandbox, base, own=[plugin_dir(sandbox)])
         self.guard = PropertyGuard(config.tester.properties_dir, self.check_settings.python)
         self.properties: dict[str, str] | None = None
         self.kept: list[str] = []

@@ -96,6 +96,55 @@ def test_a_sandbox_nothing_was_written_to_seals_with_its_own_image(
                 assert _head(fresh) == base
 
 
+@pytest.fixture(scope="module")
+def repo_image(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A repository image (the repository at /repo; cached by content: the attack suite's)."""
+    from envs.images import build_repo_image
+    from tests.support.example_repos import DEDUPE
+
+    return build_repo_image(DEDUPE.make(tmp_path_factory.mktemp("seal") / "listutils")).tag
+
+
+def test_a_sandbox_of_a_repository_image_seals_with_that_image(
+    repo_image: str, docker_client: Any
+) -> None:
+    """Nothing but the helper (and Docker's own init) was written: no snapshot is taken, so a
+    check starts from the image at once (a snapshot costs seconds; an unneeded one, on a driver
+    that shows docker-init in the writable layer, was taken for every run)."""
+    with DockerSandbox(DockerSandboxConfig(image=repo_image)) as box:
+        before = {i.id for i in _snapshots(docker_client)}
+        seal = seal_of(box, _head(box))
+        assert getattr(seal, "snapshot", None) is False
+        assert seal.config.image == box.container.attrs["Image"]  # type: ignore[attr-defined]
+        assert {i.id for i in _snapshots(docker_client)} == before
+
+
+@pytest.mark.parametrize("listing", ["host", "docker-diff"])
+def test_what_set_up_wrote_is_listed_the_same_by_the_host_and_by_docker(
+    repo_image: str, listing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seal's listing of the writable layer: read from this machine's layer folder where it
+    can be, else ``docker diff``; both see what a set-up wrote, changed or deleted, and leave
+    out pgs's helper folder, /tmp itself and Docker's init."""
+    from envs import docker_changes
+
+    with DockerSandbox(DockerSandboxConfig(image=repo_image)) as box:
+        assert box.run(
+            "rm /etc/issue && mkdir -p /opt/made/inner && echo x > /root/new && "
+            "echo y > /tmp/left && echo z > /tmp/pgs-helper/extra"
+        ).ok
+        if listing == "docker-diff":
+            monkeypatch.setattr(docker_changes, "upper_dir", lambda container: None)
+        elif docker_changes.upper_dir(box.container) is None:
+            pytest.skip("this daemon's writable layers are not readable here (docker diff only)")
+        seen = docker_changes.changed_paths(box.container)
+        written = docker_changes.written_by_setup(seen, own=["/tmp/pgs-helper"])
+        diff = sorted(c["Path"] for c in box.container.diff())
+    expected = ["/etc", "/etc/issue", "/opt", "/opt/made", "/opt/made/inner", "/root"]
+    assert written == [*expected, "/root/new", "/tmp/left"]
+    assert set(seen) == set(diff)
+
+
 def test_a_fresh_sandbox_not_at_the_base_commit_is_an_error(
     base_image: str, small_repo: Path
 ) -> None:
