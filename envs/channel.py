@@ -90,6 +90,8 @@ class HelperSandbox:
         self._ids = itertools.count(1)
         self.contained = False
         self._lock = threading.Lock()
+        #: Seconds a reply may lag behind a command's time limit (:data:`REPLY_GRACE`).
+        self.reply_grace = REPLY_GRACE
 
     # -- helper protocol -------------------------------------------------------------------
 
@@ -209,7 +211,7 @@ class HelperSandbox:
         limit = self.default_timeout if timeout is None else timeout
         reply = self._call(
             "run",
-            wait=limit + REPLY_GRACE,
+            wait=limit + self.reply_grace,
             cmd=command,
             cwd=self._abs(cwd) if cwd else self.repo_path,
             env={**self.base_env, **(env or {})},
@@ -228,7 +230,7 @@ class HelperSandbox:
 
     def read_file(self, path: str) -> bytes:
         try:
-            reply = self._call("read", wait=REPLY_GRACE * 4, path=self._abs(path))
+            reply = self._call("read", wait=self.reply_grace * 4, path=self._abs(path))
         except SandboxError as e:
             if "FileNotFoundError" in str(e):
                 raise FileNotFoundError(path) from None
@@ -239,7 +241,7 @@ class HelperSandbox:
         raw = data.encode() if isinstance(data, str) else data
         self._call(
             "write",
-            wait=REPLY_GRACE * 4,
+            wait=self.reply_grace * 4,
             path=self._abs(path),
             data=base64.b64encode(raw).decode("ascii"),
             mode=mode,
