@@ -90,7 +90,13 @@ from envs.seal import UNSEALED_NOTE, Seal, seal_of
 
 logger = logging.getLogger(__name__)
 
-CANDIDATE = "/tmp/pgs-candidate.patch"
+
+def candidate_path(box: Sandbox) -> str:
+    """Where a check writes the candidate patch before applying it: the sandbox's own home.
+    Never a fixed path of the machine: local sandboxes share the host's /tmp, and two runs at
+    once (a batch's workers, two users) would apply each other's patches."""
+    home = getattr(box, "home", None) or "/tmp"
+    return posixpath.join(home, ".pgs_candidate.patch")
 
 
 class PGS(TesterTurns):
@@ -412,8 +418,9 @@ class PGS(TesterTurns):
                 )
             baseline = self.baseline(repo_tests, box)
             if patch.strip():
-                box.write_file(CANDIDATE, patch)
-                applied = box.run(f"{SAFE_GIT} apply --whitespace=nowarn {shlex.quote(CANDIDATE)}")
+                path = candidate_path(box)
+                box.write_file(path, patch)
+                applied = box.run(f"{SAFE_GIT} apply --whitespace=nowarn {shlex.quote(path)}")
                 if not applied.ok:
                     raise RuntimeError(f"could not re-apply the candidate patch: {applied.output}")
             settings = self._next_settings()
