@@ -125,9 +125,16 @@ def reap_orphans(client: docker.DockerClient | None = None) -> int:
         with translate_errors(f"remove container {container['Id'][:12]}"):
             removed += remove_container(client, container["Id"])
     for image in orphan_snapshots(client):
-        with translate_errors(f"remove snapshot {image.id[:19]}"):
-            client.images.remove(image.id, force=True)
-            removed += 1
+        try:
+            with translate_errors(f"remove snapshot {image.id[:19]}"):
+                client.images.remove(image.id, force=True)
+        except ImageNotFound:  # another pgs process reaped it since it was listed
+            continue
+        except EnvError as e:
+            if "unrecognized image ID" in str(e) or "No such image" in str(e):
+                continue  # the same, as some daemons say it
+            raise
+        removed += 1
     return removed
 
 

@@ -171,6 +171,28 @@ def test_snapshots_of_ended_runs_are_reaped(
         assert mine.config.image in ids  # type: ignore[attr-defined]  # a live run's stays
 
 
+def test_a_snapshot_another_process_reaped_first_is_no_error(
+    base_image: str, small_repo: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two pgs processes starting at once both reap the same ended run's snapshot: the one
+    that finds it gone already goes on (seen with two suites on one daemon)."""
+    from envs.images import housekeeping
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        labels = {**container_labels("reaptwice", kind="snapshot"), PID_LABEL: str(ended.pid)}
+        left = box.container.commit(
+            repository="pgs-snapshot", tag="reaptwice", conf={"Labels": labels}
+        )
+    listed = housekeeping.orphan_snapshots(docker_client)
+    assert left.id in {i.id for i in listed}
+    docker_client.images.remove(left.id, force=True)  # the other process, in between
+    monkeypatch.setattr(housekeeping, "orphan_snapshots", lambda client: listed)
+    reap_orphans(docker_client)  # no error for the one already gone; the others go
+    assert not {i.id for i in listed} & {i.id for i in _snapshots(docker_client, anyones=True)}
+
+
 def test_the_local_sandbox_is_unsealed_and_says_why(small_repo: Path) -> None:
     with LocalSandbox(small_repo) as box:
         seal = seal_of(box, _head(box))
