@@ -154,16 +154,19 @@ def test_a_fresh_sandbox_not_at_the_base_commit_is_an_error(
             seal.fresh()
 
 
+def _ended_runs_snapshot(box: DockerSandbox, tag: str) -> Any:
+    """A snapshot of ``box`` labelled as an ended process's (its owner gone: an orphan)."""
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    labels = {**container_labels(tag, kind="snapshot"), PID_LABEL: str(ended.pid)}
+    return box.container.commit(repository="pgs-snapshot", tag=tag, conf={"Labels": labels})
+
+
 def test_snapshots_of_ended_runs_are_reaped(
     base_image: str, small_repo: Path, docker_client: Any
 ) -> None:
-    ended = subprocess.Popen(["true"])
-    ended.wait()
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        labels = {**container_labels("reaptest", kind="snapshot"), PID_LABEL: str(ended.pid)}
-        left = box.container.commit(
-            repository="pgs-snapshot", tag="reaptest", conf={"Labels": labels}
-        )
+        left = _ended_runs_snapshot(box, "reaptest")
         mine = seal_of(box, _head(box))
         reap_orphans(docker_client)
         ids = {i.id for i in _snapshots(docker_client, anyones=True)}
@@ -178,13 +181,8 @@ def test_a_snapshot_another_process_reaped_first_is_no_error(
     that finds it gone already goes on (seen with two suites on one daemon)."""
     from envs.images import housekeeping
 
-    ended = subprocess.Popen(["true"])
-    ended.wait()
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        labels = {**container_labels("reaptwice", kind="snapshot"), PID_LABEL: str(ended.pid)}
-        left = box.container.commit(
-            repository="pgs-snapshot", tag="reaptwice", conf={"Labels": labels}
-        )
+        left = _ended_runs_snapshot(box, "reaptwice")
     listed = housekeeping.orphan_snapshots(docker_client)
     assert left.id in {i.id for i in listed}
     docker_client.images.remove(left.id, force=True)  # the other process, in between
