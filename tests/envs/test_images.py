@@ -77,7 +77,12 @@ def test_cli_prints_one_error_line_and_returns_2(
 
 @pytest.fixture(scope="module")
 def run_id(docker_client: Any) -> Iterator[str]:
-    """Every image these tests build carries this run label; all of them go at the end."""
+    """Every image these tests build carries this run label; all of them go at the end.
+
+    Images are named by content, so a repository two test runs build alike (two suites on one
+    daemon) would share its environment image, and one run's prune would remove the other's
+    parent. Each repository here is the run's own: its folder name or a requirements comment
+    holds the run id."""
     rid = f"test-images-{uuid.uuid4().hex[:8]}"
     yield rid
     images.prune(docker_client, run_id=rid)
@@ -96,8 +101,8 @@ def _six_repo(path: Path, requirements: str = "six\n") -> Path:
 
 
 @pytest.fixture(scope="module")
-def six_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _six_repo(tmp_path_factory.mktemp("six") / "Six Repo")
+def six_repo(tmp_path_factory: pytest.TempPathFactory, run_id: str) -> Path:
+    return _six_repo(tmp_path_factory.mktemp("six") / "Six Repo", f"six\n# {run_id}\n")
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +168,9 @@ def test_changed_requirements_give_a_new_image(
     docker_client: Any, six_image: images.RepoImage, six_repo: Path, run_id: str, tmp_path: Path
 ) -> None:
     subprocess.run(["git", "clone", "-q", str(six_repo), str(tmp_path / "Six Repo")], check=True)
-    changed = make_repo(tmp_path / "Six Repo", {"requirements.txt": "six\niniconfig\n"})
+    changed = make_repo(
+        tmp_path / "Six Repo", {"requirements.txt": f"six\niniconfig\n# {run_id}\n"}
+    )
     built = build_repo_image(changed, spec=RepoImageSpec(python="3.9"), run_id=run_id)
     assert not built.cache_hit and built.tag != six_image.tag
     assert built.tag.split(":")[0] == six_image.tag.split(":")[0]
@@ -174,7 +181,7 @@ def test_changed_requirements_give_a_new_image(
 def test_bad_requirement_fails_with_pips_error(
     base_image: str, tmp_path: Path, run_id: str
 ) -> None:
-    repo = _six_repo(tmp_path / "bad", requirements="pgs-no-such-package-xyz\n")
+    repo = _six_repo(tmp_path / f"bad-{run_id}", requirements="pgs-no-such-package-xyz\n")
     with pytest.raises(ImageBuildError) as caught:
         build_repo_image(repo, spec=RepoImageSpec(python="3.9"), run_id=run_id)
     assert caught.value.step.endswith("python -m pip install -r requirements.txt")
@@ -233,7 +240,7 @@ dependencies = ["six"]
 test = ["iniconfig"]
 """
     repo = make_repo(
-        tmp_path / "hp",
+        tmp_path / f"hp-{run_id}",
         {"pyproject.toml": pyproject, "src/hp/__init__.py": f"MARK = {uuid.uuid4().hex!r}\n"},
     )
     built = build_repo_image(repo, spec=RepoImageSpec(python="3.9"), run_id=run_id)
@@ -245,7 +252,7 @@ test = ["iniconfig"]
 def test_install_commands_run_offline_and_a_failure_names_the_command(
     base_image: str, tmp_path: Path, run_id: str
 ) -> None:
-    repo = _six_repo(tmp_path / "offline")
+    repo = _six_repo(tmp_path / f"offline-{run_id}")
     command = "python3 -m pip install pgs-no-such-package-xyz"
     spec = RepoImageSpec(python="3.9", install=["python3 -m pip install six", command])
     with pytest.raises(ImageBuildError) as caught:
@@ -275,7 +282,7 @@ docs = ["pgs-no-such-package-xyz"]  # not asked for by the test set-up: never in
 """
     tox = "[testenv]\nskip_install = true\ncommands =\n    pip install -e .[d]\n    pytest tests\n"
     repo = make_repo(
-        tmp_path / "dx",
+        tmp_path / f"dx-{run_id}",
         {
             "pyproject.toml": pyproject,
             "tox.ini": tox,

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -174,7 +175,9 @@ def pushed(
             "git config --system --add safe.directory '*'",
             "cd /testbed && git status --porcelain | sed -n 's|^?? |/|p' >> .git/info/exclude",
         ],
-        labels=labels(kind="test-official"),
+        # This suite's own run label: two suites on one daemon build the same content, and one
+        # removing the image by its id would take the other's with it.
+        labels=labels(f"test-official-{uuid.uuid4().hex[:8]}", kind="test-official"),
         workdir="/testbed",
         files={"/opt/miniconda3/bin/activate": ACTIVATE},
         folders={"/testbed": testbed},
