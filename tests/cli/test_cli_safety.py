@@ -52,7 +52,7 @@ INTERRUPTED = 130
 
 def containers_of(client: Any, pid: int) -> list[Any]:
     mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
-    return list(client.containers.list(all=True, filters=mine))
+    return list(client.containers.list(all=True, filters=mine, ignore_removed=True))
 
 
 def unique_sleep() -> str:

@@ -29,7 +29,9 @@ PGS = [sys.executable, "-m", "agent.cli"]
 
 def our_containers(docker_client: Any, pid: int) -> set[str]:
     filters = {"label": [f"{LABEL}=1", f"{PID_LABEL}={pid}"]}
-    return {c.id for c in docker_client.containers.list(all=True, filters=filters)}
+    return {
+        c.id for c in docker_client.containers.list(all=True, filters=filters, ignore_removed=True)
+    }
 
 
 def test_ctrl_c_leaves_a_valid_traj_and_no_container(

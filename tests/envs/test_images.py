@@ -214,7 +214,7 @@ def test_prune_removes_labelled_and_keeps_the_rest(docker_client: Any) -> None:
     theirs_box = docker_client.containers.create(theirs, ["/nothing"])
     try:
         assert images.prune(docker_client, run_id=rid) == (1, 1)
-        remaining = {c.id for c in docker_client.containers.list(all=True)}
+        remaining = {c.id for c in docker_client.containers.list(all=True, ignore_removed=True)}
         assert theirs_box.id in remaining and ours_box.id not in remaining
         tags = {t for i in docker_client.images.list(name) for t in i.tags}
         assert tags == {f"{name}:unlabelled"}

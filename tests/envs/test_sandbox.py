@@ -192,7 +192,9 @@ def test_container_is_labelled_and_removed(docker_box: DockerSandbox, docker_cli
     assert container.labels[RUN_LABEL] == "test-run"
     assert container.status == "running"
     docker_box.close()
-    assert not docker_client.containers.list(all=True, filters={"id": container.id})
+    assert not docker_client.containers.list(
+        all=True, filters={"id": container.id}, ignore_removed=True
+    )
 
 
 def test_network_is_off_by_default(docker_box: DockerSandbox) -> None:

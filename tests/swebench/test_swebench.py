@@ -335,7 +335,9 @@ def test_killing_a_batch_loses_no_finished_prediction(
             assert proc.returncode == (-9 if sig == signal.SIGKILL else 130)
             if sig == signal.SIGINT:  # the second Ctrl-C removed the running container
                 mine = {"label": [f"{LABEL}=1", f"{PID_LABEL}={proc.pid}"]}
-                assert not docker_client.containers.list(all=True, filters=mine)
+                assert not docker_client.containers.list(
+                    all=True, filters=mine, ignore_removed=True
+                )
         finally:
             if proc.poll() is None:
                 proc.kill()
