@@ -15,7 +15,12 @@ whose state (after a `cd`, an `export`, a function and an alias) each command re
 saves again.
 What the seal reads (what a sandbox's set-up wrote), side by side: the writable layer listed on
 this machine and `docker diff`.
-Last lines: seal_listing_speedup=<docker diff p50 / listing p50>,
+What a container's start costs the machine (CPU seconds of every process: the daemon, the
+storage driver, the shim), side by side: the helper's files sent on its stdin (pgs now) and
+copied in as an archive before the start (pgs before: the daemon mounts the container's file
+system and re-execs itself for it).
+Last lines: start_cpu_saving=<archive CPU / stdin CPU, per start>,
+seal_listing_speedup=<docker diff p50 / listing p50>,
 exec_speedup=<docker exec p50 / ours p50>,
 persistent_over_fresh=<`true` in a session p50 / fresh p50>,
 containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
@@ -24,20 +29,25 @@ containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs import docker_changes
-from envs.docker_sandbox import DockerSandbox, DockerSandboxConfig
-from envs.docker_util import docker_client
+from envs.channel import HELPER_SCRIPT, helper_files
+from envs.docker_io import SocketChannel
+from envs.docker_sandbox import HELPER_DIR, DockerSandbox, DockerSandboxConfig
+from envs.docker_util import container_labels, docker_client, remove_container
 from envs.images import RepoImageSpec, build_repo_image, ensure_base_image
 from tests.support.repos import make_repo
 
@@ -57,6 +67,55 @@ def pct(xs: list[float], q: float) -> float:
 
 def row(name: str, xs: list[float]) -> None:
     print(f"{name:<34} p50 {statistics.median(xs) * 1e3:8.2f} ms   p95 {pct(xs, 95) * 1e3:8.2f} ms")
+
+
+def machine_cpu() -> float:
+    """CPU seconds every process of the machine has used (user, nice, system, irq, softirq)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(ticks[:3]) + ticks[5] + ticks[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def start_copied(client: Any, image: str) -> None:
+    """A helper container started as pgs did before: its files copied in as a tar archive."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in helper_files().items():
+            info = tarfile.TarInfo(f"{os.path.basename(HELPER_DIR)}/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    container = client.containers.create(
+        image,
+        entrypoint=["python3", "-u", f"{HELPER_DIR}/{HELPER_SCRIPT}"],
+        init=True,
+        stdin_open=True,
+        auto_remove=True,
+        network_mode="none",
+        labels=container_labels("bench"),
+    )
+    try:
+        container.put_archive(os.path.dirname(HELPER_DIR), buf.getvalue())
+        sock = client.api.attach_socket(
+            container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        )
+        channel = SocketChannel(sock)
+        container.start()
+        assert b"ready" in channel.readline(60)
+        channel.close()
+    finally:
+        remove_container(client, container.id)
+
+
+def start_cpu(client: Any, image: str, rounds: int) -> tuple[float, float]:
+    """Machine CPU seconds per container start and removal: (stdin, archive), interleaved."""
+    stdin = copied = 0.0
+    for _ in range(rounds):
+        before = machine_cpu()
+        DockerSandbox(DockerSandboxConfig(image=image)).close()
+        middle = machine_cpu()
+        start_copied(client, image)
+        stdin, copied = stdin + middle - before, copied + machine_cpu() - middle
+    return stdin / rounds, copied / rounds
 
 
 def main() -> None:
@@ -143,6 +202,8 @@ def main() -> None:
             assert again.cache_hit and again.image_id == built.image_id
             client.images.remove(built.tag, force=True)
 
+    stdin_cpu, copied_cpu = start_cpu(client, image, 2 if args.quick else 20)
+
     row("DockerSandbox.run('true')", ours)
     row("  containment off", off)
     row("  in a persistent session", kept)
@@ -151,6 +212,8 @@ def main() -> None:
     row("docker exec CLI (mini-swe-agent)", cli)
     row("docker SDK exec_run", sdk)
     print(f"{'container start (to ready)':<34} p50 {statistics.median(starts):8.3f} s")
+    print(f"{'start CPU, helper on stdin':<34}     {stdin_cpu:8.3f} s")
+    print(f"{'start CPU, helper as an archive':<34}     {copied_cpu:8.3f} s")
     print(f"{'repo image build cold':<34}     {cold:8.2f} s")
     print(f"{'repo image build warm (cache)':<34}     {warm:8.3f} s")
     print(
@@ -161,6 +224,7 @@ def main() -> None:
         row("seal: writable layer, listed here", listed)
     row("seal: docker diff", diffed)
     listing = statistics.median(diffed) / statistics.median(listed) if listed else float("nan")
+    print(f"start_cpu_saving={copied_cpu / stdin_cpu:.2f}")
     print(f"seal_listing_speedup={listing:.0f}")
     print(f"sdk_exec_speedup={statistics.median(sdk) / statistics.median(ours):.1f}")
     print(f"exec_speedup={statistics.median(cli) / statistics.median(ours):.1f}")

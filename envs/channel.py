@@ -16,6 +16,7 @@ reply would answer the next request), so nothing waits on it again.
 from __future__ import annotations
 
 import base64
+import functools
 import itertools
 import json
 import logging
@@ -58,6 +59,45 @@ def helper_files() -> dict[str, bytes]:
     modules it imports from its own folder, which go into one folder of the sandbox together."""
     folder = Path(__file__).parent / "helper"
     return {path.name: path.read_bytes() for path in sorted(folder.glob("pgs_helper*.py"))}
+
+
+#: ``python -u -c HELPER_BOOT ARGS...``: reads a 10-digit length and that much Python from its
+#: stdin (:func:`helper_boot`) and runs it; what follows on stdin is the helper's.
+HELPER_BOOT = """\
+import os
+def read(n):
+    data = b""
+    while len(data) < n:
+        more = os.read(0, n - len(data))
+        if not more:
+            raise SystemExit("pgs: the sandbox helper's files never came")
+        data += more
+    return data
+exec(read(int(read(10))))
+"""
+
+
+@functools.cache
+def helper_boot(folder: str) -> bytes:
+    """What :data:`HELPER_BOOT` reads first from a new container's stdin: Python that writes the
+    helper's files into ``folder``, each replaced whole (a link there is replaced, never
+    followed), then becomes the helper (``python -u FOLDER/HELPER_SCRIPT ARGS...``). The files
+    travel on stdin: an archive copied into a container costs the daemon a mount of its file
+    system and a re-exec of itself, a tenth of a second of CPU with fuse-overlayfs, and every
+    check starts a container; on the command line, they would fill every ``ps`` of the agent."""
+    files = {name: data.decode("utf-8") for name, data in helper_files().items()}
+    code = (
+        f"import os, sys\nfolder, files = {folder!r}, {files!r}\n"
+        "os.makedirs(folder, exist_ok=True)\n"
+        "for name, text in files.items():\n"
+        "    path = os.path.join(folder, name)\n"
+        '    with open(path + ".new", "w", encoding="utf-8") as f:\n'
+        "        f.write(text)\n"
+        '    os.replace(path + ".new", path)\n'
+        f"script = os.path.join(folder, {HELPER_SCRIPT!r})\n"
+        'os.execv(sys.executable, [sys.executable, "-u", script] + sys.argv[1:])\n'
+    ).encode()
+    return b"%010d" % len(code) + code
 
 
 class Channel(Protocol):

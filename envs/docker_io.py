@@ -11,8 +11,7 @@ import struct
 import tarfile
 import threading
 import time
-from collections.abc import Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 
@@ -79,21 +78,4 @@ def tar_path(local: Path, name: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         tar.add(str(local), arcname=name)
-    return buf.getvalue()
-
-
-def tar_files(files: Mapping[str, bytes], mode: int = 0o644) -> bytes:
-    """A tar archive of ``files`` (path in the archive -> content), with their folders."""
-    buf = io.BytesIO()
-    now = int(time.time())
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        folders = sorted({str(p) for name in files for p in PurePosixPath(name).parents} - {"."})
-        for folder in folders:
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, now
-            tar.addfile(info)
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size, info.mode, info.mtime = len(data), mode, now
-            tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()

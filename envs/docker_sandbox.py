@@ -1,6 +1,6 @@
 """DockerSandbox: one container per task, one helper process inside it.
 
-The helper (``envs/helper/pgs_helper.py`` and its modules, copied to :data:`HELPER_DIR`) is the
+The helper (``envs/helper/pgs_helper.py`` and its modules, written to :data:`HELPER_DIR`) is the
 container's main process, under Docker's init (which reaps orphans), with its stdin attached;
 every command is a JSON line over the attach socket: well under a millisecond of overhead
 instead of the ~80 ms of a ``docker exec`` per command, and each command still runs in a fresh
@@ -36,7 +36,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import posixpath
 import re
 import shlex
 import threading
@@ -46,18 +45,17 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from envs.channel import CANCEL, HELPER_SCRIPT, HelperSandbox, helper_files
+from envs.channel import CANCEL, HELPER_BOOT, HelperSandbox, helper_boot
 from envs.disk_watch import DiskWatch, megabytes
 from envs.docker_changes import changed_paths, written_by_setup
 from envs.docker_config import DockerSandboxConfig, parse_size
-from envs.docker_io import SocketChannel, tar_files, tar_path
+from envs.docker_io import SocketChannel, tar_path
 from envs.docker_util import container_labels, docker_client, remove_container, translate_errors
 from envs.errors import ImageNotFound, NotAGitRepository, SandboxError
 from envs.sandbox import CommandResult
 
-#: The helper's folder in the container (its files: ``envs.channel.helper_files``), its script.
+#: The helper's folder in the container (its files: ``envs.channel.helper_files``).
 HELPER_DIR = "/tmp/pgs-helper"
-HELPER_PATH = f"{HELPER_DIR}/{HELPER_SCRIPT}"
 #: Storage drivers that can give a container a size quota (``--storage-opt size``).
 QUOTA_DRIVERS = {"overlay2", "btrfs", "zfs"}
 
@@ -140,15 +138,13 @@ class DockerSandbox(HelperSandbox):
                     raise
                 quota = False
                 self.container = self._create(environment, hardening)
-            parent, folder = posixpath.split(HELPER_DIR)
-            helper = {f"{folder}/{name}": data for name, data in helper_files().items()}
-            self.container.put_archive(parent, tar_files(helper))
             # Attached before the start, so that no byte of the helper's output is missed.
             sock = self.client.api.attach_socket(
                 self.container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
             )
             self._channel = channel = SocketChannel(sock)
             self.container.start()
+            channel.send(helper_boot(HELPER_DIR))
         self._attach(channel, timeout=cfg.startup_timeout)
         if cfg.contain_processes and not self.contained:
             logger.warning(
@@ -169,7 +165,8 @@ class DockerSandbox(HelperSandbox):
         return self.client.containers.create(
             cfg.image,
             # As the entrypoint: the image's own entrypoint and command are not run.
-            entrypoint=[cfg.python, "-u", HELPER_PATH]
+            # The helper's files come first on its stdin (envs.channel.helper_boot).
+            entrypoint=[cfg.python, "-u", "-c", HELPER_BOOT]
             + ([] if cfg.contain_processes else ["--no-contain"]),
             name=f"pgs-{self.run_id}-{uuid.uuid4().hex[:6]}",
             init=True,
@@ -247,8 +244,13 @@ class DockerSandbox(HelperSandbox):
         remote = self._abs(remote)
         parent, name = remote.rstrip("/").rsplit("/", 1)
         data = tar_path(Path(local), name)
+        # The folder made by the helper (not one of the sandbox's commands, which a subclass
+        # may count): a `docker exec` costs the daemon a tenth of a second of CPU.
+        mkdir = f"mkdir -p -- {shlex.quote(parent or '/')}"
+        made = HelperSandbox.run(self, mkdir, cwd="/", timeout=60)
+        if not made.ok:
+            raise SandboxError(f"could not make {parent} in the sandbox: {made.output.strip()}")
         with translate_errors(f"copying {local} into the sandbox"):
-            self.container.exec_run(["mkdir", "-p", parent or "/"])
             if not self.container.put_archive(parent or "/", data):
                 raise SandboxError(f"could not copy {local} to {remote} in the sandbox")
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent.errors import ToolInstallError
@@ -111,12 +114,9 @@ def install(
     base = parse_env0(probe.output)
     system_path = base.get("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     path = f"{system_path}:{shims}"
+    _upload(sandbox, bundles, f"{where}/tools")
     for bundle in bundles:
         target = f"{where}/tools/{bundle.name}"
-        try:
-            sandbox.upload(bundle.path, target)
-        except Exception as e:  # the sandbox's own errors, reported with the bundle named
-            raise ToolInstallError(f"cannot copy tool bundle {bundle.name!r}: {e}") from e
         path = f"{target}/bin:{path}"
         env["PATH"] = path
         has_install = (bundle.path / "install.sh").is_file()
@@ -132,6 +132,23 @@ def install(
     if registry:  # the configured values win over install.sh's defaults
         _merge_registry(sandbox, registry_file, registry)
     return env
+
+
+def _upload(sandbox: Sandbox, bundles: Sequence[Bundle], folder: str) -> None:
+    """Every bundle into ``folder/<name>`` in one copy: a Docker sandbox's copy costs the daemon
+    a mount of the container's file system and a re-exec of itself, whatever its size."""
+    if not bundles:
+        return
+    with tempfile.TemporaryDirectory(prefix="pgs-tools-") as tmp:
+        staged = Path(tmp) / "tools"
+        staged.mkdir(mode=0o755)
+        for bundle in bundles:
+            shutil.copytree(bundle.path, staged / bundle.name, symlinks=True, dirs_exist_ok=True)
+        try:
+            sandbox.upload(staged, folder)
+        except Exception as e:  # the sandbox's own errors, reported with the bundles named
+            names = ", ".join(repr(bundle.name) for bundle in bundles)
+            raise ToolInstallError(f"cannot copy tool bundle {names}: {e}") from e
 
 
 def registry_values(bundles: Sequence[Bundle], configured: Mapping[str, Any]) -> dict[str, Any]:
