@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,6 +196,48 @@ def test_container_is_labelled_and_removed(docker_box: DockerSandbox, docker_cli
     assert not docker_client.containers.list(
         all=True, filters={"id": container.id}, ignore_removed=True
     )
+
+
+def test_the_helper_comes_on_stdin_and_a_link_at_its_path_is_replaced_not_followed(
+    base_image: str, docker_client: Any
+) -> None:
+    """The helper's files are written by the container itself, from its stdin (no archive is
+    copied in: each copy costs the daemon a mount and a re-exec); an image that holds a link
+    where the helper goes gets the link replaced, and the file it pointed at is untouched."""
+    from envs.channel import helper_files
+    from envs.docker_sandbox import HELPER_DIR
+
+    planted = docker_client.containers.run(
+        base_image,
+        [
+            "sh",
+            "-c",
+            f"mkdir -p {HELPER_DIR} && echo kept > /tmp/target && "
+            f"ln -s /tmp/target {HELPER_DIR}/pgs_helper.py",
+        ],
+        detach=True,
+    )
+    try:
+        planted.wait(timeout=60)
+        image = planted.commit(repository="pgs-test-linked-helper", tag=uuid.uuid4().hex[:8])
+    finally:
+        planted.remove(force=True)
+    started = int(time.time()) - 1
+    try:
+        with DockerSandbox(DockerSandboxConfig(image=image.id)) as box:
+            listing = box.run(f"ls -l {HELPER_DIR}; cat /tmp/target", cwd="/")
+            files = {n: box.read_file(f"{HELPER_DIR}/{n}") for n in helper_files()}
+            cid = box.container.id
+    finally:
+        docker_client.images.remove(image.id, force=True)
+    assert files == helper_files()
+    assert "->" not in listing.output and listing.output.rstrip().endswith("kept"), listing.output
+    seen = docker_client.events(
+        since=started, until=int(time.time()) + 1, decode=True, filters={"container": cid}
+    )
+    actions = [e.get("Action") or e.get("status") for e in seen]
+    assert "start" in actions, actions  # the events were read
+    assert "extract-to-dir" not in actions, "an archive was copied into the container"
 
 
 def test_network_is_off_by_default(docker_box: DockerSandbox) -> None:
