@@ -29,12 +29,10 @@ containment_overhead_ratio=<containment on p50 / off p50, for `true`>.
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -43,9 +41,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import envs.channel
 from envs import docker_changes
-from envs.channel import HELPER_SCRIPT, helper_files
-from envs.docker_io import SocketChannel
+from envs.channel import HELPER_SCRIPT
+from envs.docker_io import SocketChannel, tar_path
 from envs.docker_sandbox import HELPER_DIR, DockerSandbox, DockerSandboxConfig
 from envs.docker_util import container_labels, docker_client, remove_container
 from envs.images import RepoImageSpec, build_repo_image, ensure_base_image
@@ -78,12 +77,6 @@ def machine_cpu() -> float:
 
 def start_copied(client: Any, image: str) -> None:
     """A helper container started as pgs did before: its files copied in as a tar archive."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        for name, data in helper_files().items():
-            info = tarfile.TarInfo(f"{os.path.basename(HELPER_DIR)}/{name}")
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
     container = client.containers.create(
         image,
         entrypoint=["python3", "-u", f"{HELPER_DIR}/{HELPER_SCRIPT}"],
@@ -94,7 +87,10 @@ def start_copied(client: Any, image: str) -> None:
         labels=container_labels("bench"),
     )
     try:
-        container.put_archive(os.path.dirname(HELPER_DIR), buf.getvalue())
+        # The helper's folder as shipped (envs/helper), as the old start copied it.
+        folder = Path(envs.channel.__file__).parent / "helper"
+        archive = tar_path(folder, os.path.basename(HELPER_DIR))
+        container.put_archive(os.path.dirname(HELPER_DIR), archive)
         sock = client.api.attach_socket(
             container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
         )
