@@ -75,7 +75,8 @@ CONFIG_NAMES = (
 DONT_REWRITE = "PYTEST_DONT_REWRITE"
 
 
-def _import_protected() -> None:
+def _import_protected(names: tuple[str, ...] = PROTECTED) -> None:
+    """pytest (exit code 4 when it cannot be imported), then ``names``, marked not to rewrite."""
     import importlib
 
     try:
@@ -87,7 +88,7 @@ def _import_protected() -> None:
         )
         raise SystemExit(4) from None
     before = set(sys.modules)
-    for name in PROTECTED:
+    for name in names:
         # One not installed is left out: a repository without Hypothesis still gets its tests run.
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
@@ -247,10 +248,13 @@ def _reads_files() -> bool:
 
 def main(argv: list[str]) -> int:
     repo = os.path.abspath(os.getcwd())
-    _import_protected()
-    plugin = _load_plugin() if LIST_FLAG not in argv else None
+    listing = LIST_FLAG in argv
+    # The listing runs no test: it only needs pytest to be there. Hypothesis, half of a run's
+    # start-up, changes nothing of what the distributions on sys.path declare.
+    _import_protected(() if listing else PROTECTED)
+    plugin = None if listing else _load_plugin()
     _repository_on_path(repo)
-    if LIST_FLAG in argv:
+    if listing:
         sys.stdout.write(json.dumps(listed()) + "\n")
         return 0
     pinned = os.environ.get(ENTRY_POINTS_ENV)
