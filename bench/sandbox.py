@@ -41,9 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import envs.channel
 from envs import docker_changes
-from envs.channel import HELPER_SCRIPT
+from envs.channel import HELPER_SCRIPT, helper_files
 from envs.docker_io import SocketChannel, tar_path
 from envs.docker_sandbox import HELPER_DIR, DockerSandbox, DockerSandboxConfig
 from envs.docker_util import container_labels, docker_client, remove_container
@@ -87,9 +86,11 @@ def start_copied(client: Any, image: str) -> None:
         labels=container_labels("bench"),
     )
     try:
-        # The helper's folder as shipped (envs/helper), as the old start copied it.
-        folder = Path(envs.channel.__file__).parent / "helper"
-        archive = tar_path(folder, os.path.basename(HELPER_DIR))
+        # The helper's files and nothing else (no __pycache__), as the old start copied them.
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, data in helper_files().items():
+                (Path(tmp) / name).write_bytes(data)
+            archive = tar_path(Path(tmp), os.path.basename(HELPER_DIR))
         container.put_archive(os.path.dirname(HELPER_DIR), archive)
         sock = client.api.attach_socket(
             container.id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}

@@ -75,7 +75,7 @@ CONFIG_NAMES = (
 DONT_REWRITE = "PYTEST_DONT_REWRITE"
 
 
-def _import_protected(names: tuple[str, ...] = PROTECTED) -> None:
+def _import_protected(names: tuple[str, ...]) -> None:
     """pytest (exit code 4 when it cannot be imported), then ``names``, marked not to rewrite."""
     import importlib
 
