@@ -54,7 +54,7 @@ def list_pgs(client: docker.DockerClient | None = None, *, run_id: str | None = 
     client = client or docker_client()
     with translate_errors("list pgs images and containers"):
         return PgsObjects(
-            images=client.images.list(filters=_filters(run_id)),
+            images=_images(client, _filters(run_id)),
             containers=client.containers.list(
                 all=True, filters=_filters(run_id), ignore_removed=True
             ),
@@ -110,8 +110,28 @@ def orphan_snapshots(client: docker.DockerClient | None = None) -> list[Any]:
     """The sandbox snapshots (``envs.seal``) whose owner process on this host has ended."""
     client = client or docker_client()
     with translate_errors("list pgs snapshot images"):
-        found = client.images.list(filters={"label": [f"{LABEL}.kind=snapshot", PID_LABEL]})
+        found = _images(client, {"label": [f"{LABEL}.kind=snapshot", PID_LABEL]})
     return [image for image in found if owner_gone(image.labels or {})]
+
+
+def _images(client: docker.DockerClient, filters: dict[str, list[str]]) -> list[Any]:
+    """The images ``filters`` select, leaving out those removed while they were read.
+
+    ``client.images.list`` inspects each image it lists and fails on one another process
+    (a pgs reaping the snapshots of ended runs, a run closing) removed in between: the daemon
+    says "no such image" once it is gone and "layer does not exist" while it goes."""
+    import docker.errors
+
+    found = []
+    for row in client.api.images(filters=filters):
+        try:
+            found.append(client.images.get(row["Id"]))
+        except docker.errors.ImageNotFound:
+            continue
+        except docker.errors.APIError as e:
+            if "layer does not exist" not in str(e):
+                raise
+    return found
 
 
 def reap_orphans(client: docker.DockerClient | None = None) -> int:

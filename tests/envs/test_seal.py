@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -43,16 +44,18 @@ def _head(box: Sandbox) -> str:
     return box.run("git rev-parse HEAD").output.strip()
 
 
-def _snapshots(client: Any, *, anyones: bool = False) -> list[Any]:
-    """This process's snapshots (other test workers share the daemon), or ``anyones``."""
+def _snapshots(client: Any, *, anyones: bool = False) -> set[str]:
+    """The ids of this process's snapshots (other test workers share the daemon), or
+    ``anyones``: as the daemon lists them, without inspecting each (which fails on one another
+    worker removes in between)."""
     found = ["pgs-agent.kind=snapshot"] + ([] if anyones else [f"{PID_LABEL}={os.getpid()}"])
-    return list(client.images.list(filters={"label": found}))
+    return {row["Id"] for row in client.api.images(filters={"label": found})}
 
 
 def test_a_fresh_sandbox_holds_the_base_commit_and_nothing_the_generator_planted(
     base_image: str, small_repo: Path, docker_client: Any
 ) -> None:
-    before = {i.id for i in _snapshots(docker_client)}
+    before = _snapshots(docker_client)
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
         base = _head(box)
         seal = seal_of(box, base)
@@ -60,7 +63,7 @@ def test_a_fresh_sandbox_holds_the_base_commit_and_nothing_the_generator_planted
         for plant, _seen in PLANTED.values():
             assert box.run(plant).ok
         box.run("echo 'def add(a, b):\n    return 0' > calc.py && git commit -qam wrong")
-        taken = {i.id for i in _snapshots(docker_client)} - before
+        taken = _snapshots(docker_client) - before
         assert len(taken) == 1  # the repository was copied in: a snapshot holds it
         fresh = seal.fresh()
         try:
@@ -75,7 +78,7 @@ def test_a_fresh_sandbox_holds_the_base_commit_and_nothing_the_generator_planted
             fresh.close()
         assert box.run("test -e /conftest.py").ok
     # The snapshot ends with its sandbox.
-    assert not ({i.id for i in _snapshots(docker_client)} & taken)
+    assert not (_snapshots(docker_client) & taken)
 
 
 def test_a_sandbox_nothing_was_written_to_seals_with_its_own_image(
@@ -88,10 +91,10 @@ def test_a_sandbox_nothing_was_written_to_seals_with_its_own_image(
         image = first.config.image  # type: ignore[attr-defined]
         # A sandbox of that snapshot holds the repository already: its seal is the image itself.
         with DockerSandbox(DockerSandboxConfig(image=image)) as ready:
-            before = {i.id for i in _snapshots(docker_client)}
+            before = _snapshots(docker_client)
             seal = seal_of(ready, base)
             assert getattr(seal, "snapshot", None) is False
-            assert {i.id for i in _snapshots(docker_client)} == before
+            assert _snapshots(docker_client) == before
             with seal.fresh() as fresh:
                 assert _head(fresh) == base
 
@@ -112,11 +115,11 @@ def test_a_sandbox_of_a_repository_image_seals_with_that_image(
     check starts from the image at once (a snapshot costs seconds; an unneeded one, on a driver
     that shows docker-init in the writable layer, was taken for every run)."""
     with DockerSandbox(DockerSandboxConfig(image=repo_image)) as box:
-        before = {i.id for i in _snapshots(docker_client)}
+        before = _snapshots(docker_client)
         seal = seal_of(box, _head(box))
         assert getattr(seal, "snapshot", None) is False
         assert seal.config.image == box.container.attrs["Image"]  # type: ignore[attr-defined]
-        assert {i.id for i in _snapshots(docker_client)} == before
+        assert _snapshots(docker_client) == before
 
 
 @pytest.mark.parametrize("listing", ["host", "docker-diff"])
@@ -154,12 +157,16 @@ def test_a_fresh_sandbox_not_at_the_base_commit_is_an_error(
             seal.fresh()
 
 
-def _ended_runs_snapshot(box: DockerSandbox, tag: str) -> Any:
-    """A snapshot of ``box`` labelled as an ended process's (its owner gone: an orphan)."""
+def _ended_runs_snapshot(box: DockerSandbox, tag: str) -> str:
+    """The id of a snapshot of ``box`` labelled as an ended process's (its owner gone: an
+    orphan, which a pgs starting on another worker may remove at once: not inspected)."""
     ended = subprocess.Popen(["true"])
     ended.wait()
     labels = {**container_labels(tag, kind="snapshot"), PID_LABEL: str(ended.pid)}
-    return box.container.commit(repository="pgs-snapshot", tag=tag, conf={"Labels": labels})
+    made = box.container.client.api.commit(
+        box.container.id, repository="pgs-snapshot", tag=tag, conf={"Labels": labels}
+    )
+    return str(made["Id"])
 
 
 def test_snapshots_of_ended_runs_are_reaped(
@@ -169,8 +176,8 @@ def test_snapshots_of_ended_runs_are_reaped(
         left = _ended_runs_snapshot(box, "reaptest")
         mine = seal_of(box, _head(box))
         reap_orphans(docker_client)
-        ids = {i.id for i in _snapshots(docker_client, anyones=True)}
-        assert left.id not in ids
+        ids = _snapshots(docker_client, anyones=True)
+        assert left not in ids
         assert mine.config.image in ids  # type: ignore[attr-defined]  # a live run's stays
 
 
@@ -181,14 +188,58 @@ def test_a_snapshot_another_process_reaped_first_is_no_error(
     that finds it gone already goes on (seen with two suites on one daemon)."""
     from envs.images import housekeeping
 
+    # Owned by this live process, so no pgs starting on another worker reaps it first (an
+    # ended run's snapshot is anyone's to remove): it stands for one listed as an orphan.
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        left = _ended_runs_snapshot(box, "reaptwice")
-    listed = housekeeping.orphan_snapshots(docker_client)
-    assert left.id in {i.id for i in listed}
+        left = box.container.commit(
+            repository="pgs-snapshot",
+            tag="reaptwice",
+            conf={"Labels": container_labels("reaptwice", kind="snapshot")},
+        )
+    assert left.id not in {i.id for i in housekeeping.orphan_snapshots(docker_client)}
+    listed = [left]
     docker_client.images.remove(left.id, force=True)  # the other process, in between
     monkeypatch.setattr(housekeeping, "orphan_snapshots", lambda client: listed)
     reap_orphans(docker_client)  # no error for the one already gone; the others go
-    assert not {i.id for i in listed} & {i.id for i in _snapshots(docker_client, anyones=True)}
+    assert not {i.id for i in listed} & _snapshots(docker_client, anyones=True)
+
+
+def test_an_image_removed_while_pgs_lists_its_images_is_left_out_not_an_error(
+    base_image: str, small_repo: Path, docker_client: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon lists images, then each is inspected: one removed in between (a run
+    closing, a pgs reaping ended runs' snapshots) is no longer there, which is no error: the
+    listing made each pgs start-up fail its reaping while a second suite ran (found with a
+    reaper in a loop beside this suite)."""
+    import docker.models.images
+
+    from envs.images import housekeeping
+
+    run = f"listed-{uuid.uuid4().hex[:8]}"
+    with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
+        gone, kept = (
+            box.container.commit(
+                repository="pgs-snapshot",
+                tag=f"{run}-{n}",
+                conf={"Labels": container_labels(run, kind="snapshot")},
+            )
+            for n in range(2)
+        )
+    inspect = docker.models.images.ImageCollection.get
+
+    def removed_first(self: Any, name: str) -> Any:  # the other process, in between
+        if name == gone.id:
+            docker_client.images.remove(gone.id, force=True)
+        return inspect(self, name)
+
+    monkeypatch.setattr(docker.models.images.ImageCollection, "get", removed_first)
+    try:
+        listed = housekeeping.list_pgs(docker_client, run_id=run).images
+        assert [i.id for i in listed] == [kept.id]
+        housekeeping.orphan_snapshots(docker_client)  # no error either
+    finally:
+        monkeypatch.undo()
+        housekeeping.prune(docker_client, run_id=run)
 
 
 def test_the_local_sandbox_is_unsealed_and_says_why(small_repo: Path) -> None:
