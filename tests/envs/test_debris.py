@@ -150,16 +150,26 @@ def dead_owner_labels(run: str) -> dict[str, str]:
 
 
 def debris(client: Any, image: str, with_labels: dict[str, str]) -> str:
-    """A container as an older pgs left it behind: ``sleep infinity`` with these labels."""
-    container = client.containers.run(
-        image,
-        ["sleep", "infinity"],
-        detach=True,
-        init=True,
-        network_mode="none",
-        labels=with_labels,
+    """A container as an older pgs left it behind: ``sleep infinity`` with these labels.
+
+    Made in two steps, as ``docker run`` makes it: an orphan is any pgs's to remove, and one
+    starting on another worker (every sandbox reaps once per process) may remove it between
+    the two. Then its start fails and it is gone, as the test expects of an orphan."""
+    import docker.errors
+
+    config = client.api.create_host_config(init=True, network_mode="none")
+    made = client.api.create_container(
+        image, ["sleep", "infinity"], host_config=config, labels=with_labels
     )
-    return str(container.id)
+    container_id = str(made["Id"])  # not inspected: it may be gone already
+    try:
+        client.api.start(container_id)
+    except docker.errors.APIError:
+        if not owner_gone(with_labels):
+            raise  # nobody removes a live owner's container: a real error
+        remove_container(client, container_id)  # waits for the other reaper's removal
+        assert not exists(client, container_id)
+    return container_id
 
 
 # -- a container goes with its owner ---------------------------------------------------------
