@@ -29,6 +29,7 @@ from agent.swebench import Environments, load_instances, parse_python_map
 from agent.swebench.images import env_name
 from agent.swebench.run_instance import evaluate_one
 from envs.docker_util import docker_client
+from envs.images import list_pgs
 
 RECORDS = Path(__file__).resolve().parents[1] / "tests" / "data" / "verified-dev.jsonl"
 
@@ -59,7 +60,7 @@ def main() -> None:
         return
     client = docker_client()
     if args.fresh:
-        for image in client.images.list(filters={"label": "pgs-agent=1"}):
+        for image in list_pgs(client).images:  # leaves out what another pgs removes meanwhile
             if (image.labels or {}).get("pgs-agent.kind", "").startswith("swebench"):
                 client.images.remove(image.id, force=True)
     instances = load_instances(args.instances)
