@@ -157,12 +157,15 @@ def test_a_fresh_sandbox_not_at_the_base_commit_is_an_error(
             seal.fresh()
 
 
-def _ended_runs_snapshot(box: DockerSandbox, tag: str) -> str:
-    """The id of a snapshot of ``box`` labelled as an ended process's (its owner gone: an
-    orphan, which a pgs starting on another worker may remove at once: not inspected)."""
-    ended = subprocess.Popen(["true"])
-    ended.wait()
-    labels = {**container_labels(tag, kind="snapshot"), PID_LABEL: str(ended.pid)}
+def _snapshot(box: DockerSandbox, tag: str, *, run: str = "", ended: bool = False) -> str:
+    """The id of a snapshot of ``box`` (of run ``run``, or ``tag``) labelled as this process's,
+    or as an ended process's (its owner gone: an orphan, which a pgs starting on another worker
+    may remove at once, so it is not inspected here)."""
+    labels = container_labels(run or tag, kind="snapshot")
+    if ended:
+        gone = subprocess.Popen(["true"])
+        gone.wait()
+        labels[PID_LABEL] = str(gone.pid)
     made = box.container.client.api.commit(
         box.container.id, repository="pgs-snapshot", tag=tag, conf={"Labels": labels}
     )
@@ -173,7 +176,7 @@ def test_snapshots_of_ended_runs_are_reaped(
     base_image: str, small_repo: Path, docker_client: Any
 ) -> None:
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        left = _ended_runs_snapshot(box, "reaptest")
+        left = _snapshot(box, "reaptest", ended=True)
         mine = seal_of(box, _head(box))
         reap_orphans(docker_client)
         ids = _snapshots(docker_client, anyones=True)
@@ -191,11 +194,7 @@ def test_a_snapshot_another_process_reaped_first_is_no_error(
     # Owned by this live process, so no pgs starting on another worker reaps it first (an
     # ended run's snapshot is anyone's to remove): it stands for one listed as an orphan.
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        left = box.container.commit(
-            repository="pgs-snapshot",
-            tag="reaptwice",
-            conf={"Labels": container_labels("reaptwice", kind="snapshot")},
-        )
+        left = docker_client.images.get(_snapshot(box, "reaptwice"))
     assert left.id not in {i.id for i in housekeeping.orphan_snapshots(docker_client)}
     listed = [left]
     docker_client.images.remove(left.id, force=True)  # the other process, in between
@@ -217,25 +216,18 @@ def test_an_image_removed_while_pgs_lists_its_images_is_left_out_not_an_error(
 
     run = f"listed-{uuid.uuid4().hex[:8]}"
     with DockerSandbox(DockerSandboxConfig(image=base_image), repo=small_repo) as box:
-        gone, kept = (
-            box.container.commit(
-                repository="pgs-snapshot",
-                tag=f"{run}-{n}",
-                conf={"Labels": container_labels(run, kind="snapshot")},
-            )
-            for n in range(2)
-        )
+        gone, kept = (_snapshot(box, f"{run}-{n}", run=run) for n in range(2))
     inspect = docker.models.images.ImageCollection.get
 
     def removed_first(self: Any, name: str) -> Any:  # the other process, in between
-        if name == gone.id:
-            docker_client.images.remove(gone.id, force=True)
+        if name == gone:
+            docker_client.images.remove(gone, force=True)
         return inspect(self, name)
 
     monkeypatch.setattr(docker.models.images.ImageCollection, "get", removed_first)
     try:
         listed = housekeeping.list_pgs(docker_client, run_id=run).images
-        assert [i.id for i in listed] == [kept.id]
+        assert [i.id for i in listed] == [kept]
         housekeeping.orphan_snapshots(docker_client)  # no error either
     finally:
         monkeypatch.undo()
