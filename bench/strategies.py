@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import shlex
 import statistics
 import sys
 import tempfile
@@ -105,8 +106,11 @@ def local_checks(seeds: list[int], max_examples: int) -> list[CheckReport]:
                     original = run_pytest(box, [PROPERTIES], settings=settings, timeout=120)
                     kept, _ = validate_properties(original, repository.issue)
                     for candidate in repository.candidates:
-                        box.write_file("/tmp/candidate.patch", candidate.patch)
-                        applied = box.run("git apply /tmp/candidate.patch")
+                        # In this run's own folder: a local sandbox's /tmp is the host's, which
+                        # another bench (or test worker) running at once writes too.
+                        patch = Path(tmp) / "candidate.patch"
+                        patch.write_text(candidate.patch)
+                        applied = box.run(f"git apply {shlex.quote(str(patch))}")
                         assert applied.ok, applied.output
                         reports.append(run_pytest(box, kept, settings=settings, timeout=120))
                         assert box.run("git checkout -q -- .").ok
