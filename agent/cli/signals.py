@@ -1,7 +1,8 @@
 """Ctrl-C, SIGTERM and SIGHUP all end a command the same way: a KeyboardInterrupt in the main
 thread, so the agent records ``interrupted`` in the ``.traj``, sandboxes are closed as the stack
 unwinds, and ``pgs`` exits with :data:`agent.errors.INTERRUPTED` (130). Every command gets this
-(:func:`agent.cli.main` installs it around each), so none handles signals of its own.
+(:func:`agent.cli.main` installs it around each), so none handles signals of its own (``pgs
+batch`` wraps these handlers to take the interrupt between two steps of its loop).
 
 Only the main thread sees the interrupt. A command whose work runs in threads ends that work
 itself: ``pgs eval`` and ``pgs select`` remove the containers this process started

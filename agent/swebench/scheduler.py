@@ -36,7 +36,8 @@ install.sh fails, a config error): every instance would fail the same way.
 
 Ctrl-C (or SIGTERM, or SIGHUP: :mod:`agent.cli.signals`) once: no new instance starts, the
 running ones finish, exit code 130; twice: stop now (containers of running instances are
-removed; a repeated SIGHUP is ignored). Each instance's
+removed; a repeated SIGHUP is ignored). The loop takes each signal between two of its steps
+(:func:`_interrupts_taken`), never in the middle of landing an instance. Each instance's
 progress row is a run hook (:class:`agent.swebench.progress.SlotHook`); the command itself is
 :mod:`agent.cli.batch`. One instance's run is :mod:`agent.swebench.instance_run`.
 
@@ -55,8 +56,11 @@ import functools
 import json
 import logging
 import os
+import signal
 import threading
 from collections import Counter, deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +93,41 @@ from envs.docker_util import remove_own_containers
 
 err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def _interrupts_taken() -> Iterator[list[int]]:
+    """Within the block, a stop signal that would raise KeyboardInterrupt (Ctrl-C; SIGTERM and
+    SIGHUP under :func:`agent.cli.signals.stop_signals`) raises nothing: it is appended to the
+    list the block gets, which the batch's loop reads between its steps. Raised wherever the
+    main thread was, it could cut the loop's own bookkeeping in half: a job taken from the
+    executor and never landed, an instance whose status is not saved or whose claim is held,
+    or the batch ended outright when it should let the running instances finish. The handler
+    it wraps still runs (the CLI's records which signal came); one that raises nothing (a
+    repeated SIGHUP) is not counted; outside the main thread nothing changes."""
+    taken: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield taken
+        return
+
+    def taking(previous: Callable[[int, Any], Any]) -> Callable[[int, Any], None]:
+        def handler(signum: int, frame: Any) -> None:
+            try:
+                previous(signum, frame)
+            except KeyboardInterrupt:
+                taken.append(signum)
+
+        return handler
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    for sig, old in previous.items():
+        if callable(old):
+            signal.signal(sig, taking(old))
+    try:
+        yield taken
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _instances(n: int) -> str:
@@ -215,20 +254,21 @@ class Batch(InstanceRuns):
             free=list(range(self.workers)),
             by_id={i.instance_id: i for i in todo},
         )
-        with Live(progress.render(), console=console, refresh_per_second=4) as live:
+        live = Live(progress.render(), console=console, refresh_per_second=4)
+        with _interrupts_taken() as interrupts, live:
             while run.queue or executor.in_flight():
-                try:
-                    self._submit_next(executor, run, live.console)
-                    if not executor.in_flight():
-                        break
-                    done = executor.wait(0.25)
-                except KeyboardInterrupt:
+                while interrupts:  # between two steps: never half an instance landed
+                    interrupts.pop(0)
                     self._interrupted(executor, run, console)
-                    continue
-                for item in done:
+                self._submit_next(executor, run, live.console)
+                if not executor.in_flight():
+                    break
+                for item in executor.wait(0.25):
                     self._landed(item, run, live.console)
                 live.update(progress.render())
             live.update(progress.render())
+        if interrupts:  # one came as the last instance ended: the batch was stopped all the same
+            self.stop.set()
         executor.close()
         for held in run.claims.values():
             held.close()
