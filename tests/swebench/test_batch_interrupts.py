@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,18 @@ class SignallingTerminal(io.StringIO):
         return written
 
 
+def run_batch(
+    batch: Batch, console: Console, executor: Returning, received: list[signal.Signals]
+) -> Counter[str]:
+    """``batch.run`` under the CLI's handlers; its exit statuses."""
+    with stop_signals(received):
+        try:
+            statuses, _ = batch.run(console, executor)
+        except KeyboardInterrupt:
+            pytest.fail("the signal ended the batch outright, in the middle of landing")
+    return statuses
+
+
 # (SIGHUP, the same path, would also send this process's terminal to /dev/null.)
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_an_instance_lands_lands_it_whole_and_starts_no_other(
@@ -117,8 +130,7 @@ def test_a_signal_while_an_instance_lands_lands_it_whole_and_starts_no_other(
     console = Console(file=terminal, force_terminal=False, width=200)
     executor = Returning()
     received: list[signal.Signals] = []
-    with stop_signals(received):
-        statuses, _ = batch.run(console, executor)
+    statuses = run_batch(batch, console, executor, received)
     assert terminal.sent and received == [sig]
     shown = terminal.getvalue()
     assert "interrupted: no new instance starts" in shown, shown
@@ -143,8 +155,7 @@ def test_a_signal_as_the_last_instance_lands_still_stops_the_batch(tmp_path: Pat
     batch = make_batch(tmp_path)
     terminal = SignallingTerminal(signal.SIGINT, IDS[-1])
     received: list[signal.Signals] = []
-    with stop_signals(received):
-        statuses, _ = batch.run(Console(file=terminal, width=200), Returning())
+    statuses = run_batch(batch, Console(file=terminal, width=200), Returning(), received)
     assert terminal.sent and received == [signal.SIGINT]
     assert batch.stop.is_set()
     assert statuses == {"submitted": 3}
