@@ -40,6 +40,7 @@ where pgs is not installed) and ``agent.github.client``'s private retry signal.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -53,6 +54,7 @@ __all__ = [
     "INFRASTRUCTURE_ERRORS",
     "INTERRUPTED",
     "RUN_ENDED",
+    "STOP_SIGNALS",
     "USER_ERROR",
     "USER_ERRORS",
     "AuthenticationFailed",
@@ -395,3 +397,5 @@ INFRASTRUCTURE_ERRORS: tuple[type[Exception], ...] = (
 RUN_ENDED = 1
 #: Exit code of a command ended by Ctrl-C, SIGTERM or SIGHUP (128 + SIGINT, whatever the signal).
 INTERRUPTED = 130
+#: The signals that end a command the way Ctrl-C does (:mod:`agent.cli.signals`).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

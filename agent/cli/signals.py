@@ -23,8 +23,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-#: Signals that end a command the way Ctrl-C does.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from agent.errors import STOP_SIGNALS
 
 
 @contextmanager

@@ -40,6 +40,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
+from agent.errors import STOP_SIGNALS
 from agent.inspect.batch_view import load_batch
 from agent.inspect.load import InspectError, load_trajectory, resolve
 from agent.inspect.model import BatchRow, BatchView, TrajectoryView
@@ -67,7 +68,6 @@ __all__ = ["MAX_CHARS", "BatchScreen", "InspectApp", "TrajectoryScreen", "load_t
 #: The panels, in the order tab visits them ("steps" is the step list).
 PANELS = ("steps", "step", "issue", "result", "pgs")
 #: Signals that end the app as they end any pgs command.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def run_tui(path: Path, *, eval_report: Path | None = None) -> int:

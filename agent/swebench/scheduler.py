@@ -69,7 +69,7 @@ from rich.console import Console
 from rich.live import Live
 
 from agent.core.locks import claim
-from agent.errors import INTERRUPTED, Claimed, InputError
+from agent.errors import INTERRUPTED, STOP_SIGNALS, Claimed, InputError
 from agent.models import model_kind
 from agent.record.trajectory import RunRecord
 from agent.run.outputs import make_output_dir, output_paths
@@ -119,7 +119,7 @@ def _interrupts_taken() -> Iterator[list[int]]:
 
         return handler
 
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     for sig, old in previous.items():
         if callable(old):
             signal.signal(sig, taking(old))
