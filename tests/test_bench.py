@@ -44,7 +44,7 @@ QUICK = {
     "buildnet": ["--quick"],
     "check": ["--quick"],
     "eval": ["--quick"],
-    "feedback": ["--strategies", "--quick"],
+    "feedback": ["--quick"],  # its own measure: with --strategies it is bench/strategies.py
     "inspector": ["--quick"],
     "loop": ["--quick"],
     "refusal": ["--quick"],
@@ -56,7 +56,7 @@ QUICK = {
     "startup": ["--quick"],
     "strategies": ["--quick"],
 }
-NEEDS_DOCKER = {"buildnet", "loop", "sandbox", "scale"}
+NEEDS_DOCKER = {"buildnet", "feedback", "loop", "sandbox", "scale"}
 #: The last line of a bench: its figure, ``name=value``.
 FIGURE = re.compile(r"^[a-z][a-z0-9_]*=\S+$")
 
