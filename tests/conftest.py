@@ -11,6 +11,8 @@ the marker stays true (.ci/test runs the unit run first).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 from collections.abc import Iterator
@@ -29,6 +31,8 @@ IN_CI = os.environ.get("CI") == "true"
 #: fixture) is a Docker test.
 DOCKER_FIXTURES = {"docker_client", "base_image"}
 NO_DOCKER = "unix:///nonexistent/pgs-unit-run-has-no-docker.sock"
+#: The instance id of the bundled demo (``pgs demo``), its run folder's name.
+DEMO_ID = "stats__issue"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,8 +58,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 #: Module fixtures that each cost a whole run, a cluster or a build (test module, fixture): the
 #: tests using one are kept on one pytest-xdist worker (``--dist loadgroup``, .ci/test), so it
-#: is made once, not once per worker that gets one of them.
+#: is made once, not once per worker that gets one of them. Module ``*``: a session fixture of
+#: this file, whatever module uses it.
 SHARED_FIXTURES = {
+    ("*", "demo_run"),
     ("test_pgs", "main_run"),
     ("test_ray", "cluster"),
     ("test_select", "selected"),
@@ -79,9 +85,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if DOCKER_FIXTURES & used:
             item.add_marker(pytest.mark.docker)
         module = item.nodeid.split("::")[0].rpartition("/")[2].removesuffix(".py")
-        shared = sorted(name for mod, name in SHARED_FIXTURES if mod == module and name in used)
+        shared = sorted(
+            f"{module}.{name}" if mod == module else name
+            for mod, name in SHARED_FIXTURES
+            if mod in (module, "*") and name in used
+        )
         if shared:
-            item.add_marker(pytest.mark.xdist_group(f"{module}.{shared[0]}"))
+            item.add_marker(pytest.mark.xdist_group(shared[0]))
 
 
 # Hypothesis runs without its 200 ms deadline per example: on a loaded machine a slow example
@@ -137,6 +147,24 @@ def base_image(docker_client: Any) -> str:
     from envs.images import ensure_base_image
 
     return ensure_base_image("3.9")
+
+
+@pytest.fixture(scope="session")
+def demo_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run folder a real ``pgs demo`` writes (the recorded model, Docker, the Tester's
+    properties), made once for the tests of every module that reads one: a module that writes
+    into it copies it first."""
+    from agent.cli import main
+
+    out = tmp_path_factory.mktemp("demo")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("OPENAI_API_KEY", raising=False)
+        mp.delenv("OPENAI_BASE_URL", raising=False)
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(["demo", "--output-dir", str(out)])
+    assert code == 0, stderr.getvalue()
+    return out / DEMO_ID
 
 
 def _our_containers(client: Any) -> list[Any]:

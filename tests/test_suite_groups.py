@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 MODULE = """
@@ -62,3 +64,41 @@ def test_a_grouped_module_fixture_is_made_once_across_workers(tmp_path: Path) ->
     assert done.returncode == 0, done.stdout + done.stderr
     assert "8 passed" in done.stdout
     assert made.read_text().splitlines() == ["made"], "the group was split across workers"
+
+
+class Item:
+    """What the suite's hook reads of a collected test, and the markers it adds."""
+
+    def __init__(self, nodeid: str, *fixtures: str) -> None:
+        self.nodeid, self.fixturenames, self.markers = nodeid, list(fixtures), []
+
+    def add_marker(self, marker: pytest.MarkDecorator) -> None:
+        self.markers.append(marker)
+
+    def group(self) -> str | None:
+        found = [m.args[0] for m in self.markers if m.name == "xdist_group"]
+        return found[0] if found else None
+
+
+def test_the_suite_groups_a_module_fixture_by_module_and_the_shared_demo_across_modules() -> None:
+    from tests.conftest import pytest_collection_modifyitems
+
+    items = [
+        Item("tests/inspect/test_inspect.py::test_page", "demo", "demo_run", "docker_client"),
+        Item("tests/inspect/test_inspect_tui.py::test_keys", "demo_traj", "demo_run"),
+        Item("tests/pgs/test_records.py::test_keys", "demo_run", "tmp_path"),
+        Item("tests/pgs/test_pgs.py::test_one", "main_run"),
+        Item("tests/pgs/test_other.py::test_two", "main_run"),  # another module's fixture
+        Item("tests/pgs/test_pgs.py::test_alone", "tmp_path"),
+    ]
+    pytest_collection_modifyitems(items)  # type: ignore[arg-type]  # what the hook reads
+    assert [i.group() for i in items] == [
+        "demo_run",
+        "demo_run",
+        "demo_run",
+        "test_pgs.main_run",
+        None,
+        None,
+    ]
+    docker = [any(m.name == "docker" for m in i.markers) for i in items]
+    assert docker == [True, False, False, False, False, False]  # by its fixtures, as before

@@ -48,14 +48,10 @@ MODEL = "scripted"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, docker_client: Any) -> Path:
-    """The bundled demo's run folder: the recorded model, Docker, the Tester's properties."""
-    out = tmp_path_factory.mktemp("demo")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("OPENAI_API_KEY", raising=False)
-        mp.delenv("OPENAI_BASE_URL", raising=False)
-        assert main(["demo", "--output-dir", str(out)]) == 0
-    return out / "stats__issue"
+def demo(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled demo's run folder (the recorded model, Docker, the Tester's properties): a
+    copy of the suite's one (tests/conftest.py), which the pages are written beside."""
+    return Path(shutil.copytree(demo_run, tmp_path_factory.mktemp("demo") / demo_run.name))
 
 
 SLUG_PROPERTY = """import pytest

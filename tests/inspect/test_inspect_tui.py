@@ -16,20 +16,16 @@ pytest async plugin needed); screenshots are saved as SVG artefacts in the test'
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, TabbedContent
 
-from agent.cli import main
 from agent.inspect.load import load_trajectory
 from agent.inspect.tui import MAX_CHARS, InspectApp, TrajectoryScreen, load_target
 from tests.support.inspect_tui import FOREIGN_ID, FOREIGN_ISSUE, swe_agent_traj
@@ -42,14 +38,10 @@ DEMO_ID = "stats__issue"
 
 
 @pytest.fixture(scope="module")
-def demo_traj(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The ``.traj`` a real ``pgs demo`` writes (its run folder holds the .patch and .pred)."""
-    out = tmp_path_factory.mktemp("demo")
-    stdout, stderr = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-        code = main(["demo", "--output-dir", str(out)])
-    assert code == 0, stderr.getvalue()
-    return out / DEMO_ID / f"{DEMO_ID}.traj"
+def demo_traj(demo_run: Path) -> Path:
+    """The ``.traj`` a real ``pgs demo`` writes (its run folder holds the .patch and .pred; the
+    suite's one run, tests/conftest.py: read, never written)."""
+    return demo_run / f"{DEMO_ID}.traj"
 
 
 @pytest.fixture

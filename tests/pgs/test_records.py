@@ -205,13 +205,11 @@ def test_the_cost_counts_every_tester_conversation_of_an_old_traj(tmp_path: Path
 
 
 @pytest.mark.docker
-def test_a_new_run_writes_the_keys_the_old_code_wrote(tmp_path: Path) -> None:
-    """``pgs demo`` (the recorded session, in Docker) with the typed record: its ``pgs`` key
-    has the old demo's keys at every depth, and loads and writes back unchanged."""
-    from agent.cli import main
-
-    assert main(["demo", "--output-dir", str(tmp_path)]) == 0
-    new = json.loads((tmp_path / "stats__issue" / "stats__issue.traj").read_text())["pgs"]
+def test_a_new_run_writes_the_keys_the_old_code_wrote(demo_run: Path) -> None:
+    """``pgs demo`` (the recorded session, in Docker; the suite's one run, tests/conftest.py)
+    with the typed record: its ``pgs`` key has the old demo's keys at every depth, and loads
+    and writes back unchanged."""
+    new = json.loads((demo_run / f"{demo_run.name}.traj").read_text())["pgs"]
     # Added since the old demo: the full ablation setting (docs/pgs.md, "Ablations"), the
     # pinned base commit and the hashes of the Tester's files (issue 20).
     assert new["ablation"] == {
