@@ -31,8 +31,6 @@ IN_CI = os.environ.get("CI") == "true"
 #: fixture) is a Docker test.
 DOCKER_FIXTURES = {"docker_client", "base_image"}
 NO_DOCKER = "unix:///nonexistent/pgs-unit-run-has-no-docker.sock"
-#: The instance id of the bundled demo (``pgs demo``), its run folder's name.
-DEMO_ID = "stats__issue"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -164,7 +162,8 @@ def demo_run(docker_client: Any, tmp_path_factory: pytest.TempPathFactory) -> Pa
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             code = main(["demo", "--output-dir", str(out)])
     assert code == 0, stderr.getvalue()
-    return out / DEMO_ID
+    (run,) = out.iterdir()  # the demo's one instance
+    return run
 
 
 def _our_containers(client: Any) -> list[Any]:

@@ -67,7 +67,6 @@ __all__ = ["MAX_CHARS", "BatchScreen", "InspectApp", "TrajectoryScreen", "load_t
 
 #: The panels, in the order tab visits them ("steps" is the step list).
 PANELS = ("steps", "step", "issue", "result", "pgs")
-#: Signals that end the app as they end any pgs command.
 
 
 def run_tui(path: Path, *, eval_report: Path | None = None) -> int:
