@@ -181,16 +181,26 @@ def docker_unreachable(timeout: float = 5.0) -> str | None:
     return None
 
 
+#: The API version each daemon (by the variables that name it) agreed on in this process. A
+#: new client asks for it again otherwise, and the daemon's answer starts two processes
+#: (``runc --version``, ``docker-init --version``): every sandbox makes a client.
+_api_versions: dict[tuple[str | None, ...], str] = {}
+
+
 def docker_client() -> docker.DockerClient:
     """A client for the daemon named by the environment (DOCKER_HOST), checked with a ping."""
     import docker
     import docker.errors
 
+    daemon = tuple(
+        os.environ.get(v) for v in ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH")
+    )
     try:
-        client = docker.from_env(timeout=120)
+        client = docker.from_env(timeout=120, version=_api_versions.get(daemon))
         client.ping()
     except (docker.errors.DockerException, OSError) as e:
         raise _unavailable(e) from e
+    _api_versions[daemon] = client.api.api_version
     return client
 
 
