@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import socket
+import socketserver
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,41 +33,55 @@ def _daemon_socket() -> str:
     return host.removeprefix("unix://")
 
 
-class CountingProxy:
-    """Forwards every connection on ``path`` to the daemon's socket; counts version requests."""
+class CountingProxy(socketserver.ThreadingUnixStreamServer):
+    """Forwards every connection on ``path`` to the daemon's socket and counts the requests.
+
+    Each connection is served by one thread that owns both its sockets (a socket closed under
+    another thread's ``recv`` would let that thread read whatever reuses the descriptor);
+    :meth:`close` ends them all and waits for them."""
+
+    daemon_threads = False  # server_close() joins the connections' threads
 
     def __init__(self, path: Path, daemon: str) -> None:
         self.path, self.daemon = path, daemon
         self.version_requests = 0
         self.requests = 0
+        self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self._server = socket.socket(socket.AF_UNIX)
-        self._server.bind(str(path))
-        self._server.listen()
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(str(path), _Forward)
+        self._serving = threading.Thread(target=self.serve_forever, args=(0.1,))
+        self._serving.start()
 
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self._server.accept()
-            except OSError:
-                return
-            upstream = socket.socket(socket.AF_UNIX)
-            upstream.connect(self.daemon)
-            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, dest: socket.socket, count: bool) -> None:
-        with source, dest:
-            while data := source.recv(65536):
-                if count:  # requests are small: each arrives in one piece
-                    with self._lock:
-                        self.requests += len(re.findall(rb"^[A-Z]+ /\S* HTTP/1\.[01]\r\n", data))
-                        self.version_requests += len(VERSION_REQUEST.findall(data))
-                dest.sendall(data)
+    def count(self, data: bytes) -> None:
+        with self._lock:  # requests are small: each arrives in one piece
+            self.requests += len(re.findall(rb"^[A-Z]+ /\S* HTTP/1\.[01]\r\n", data, re.M))
+            self.version_requests += len(VERSION_REQUEST.findall(data))
 
     def close(self) -> None:
-        self._server.close()
+        self.stopping.set()
+        self.shutdown()
+        self._serving.join()
+        self.server_close()
+
+
+class _Forward(socketserver.BaseRequestHandler):
+    server: CountingProxy
+
+    def handle(self) -> None:
+        client: socket.socket = self.request
+        with socket.socket(socket.AF_UNIX) as upstream:
+            upstream.connect(self.server.daemon)
+            while not self.server.stopping.is_set():
+                ready, _, _ = select.select([client, upstream], [], [], 0.1)
+                for source in ready:
+                    data = source.recv(65536)
+                    if not data:
+                        return
+                    if source is client:
+                        self.server.count(data)
+                        upstream.sendall(data)
+                    else:
+                        client.sendall(data)
 
 
 @contextmanager
