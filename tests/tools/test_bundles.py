@@ -199,9 +199,10 @@ def test_submit_has_new_file_never_scratch_and_keeps_index(tb: ToolBox) -> None:
     assert patch == tb.sandbox.diff()
     assert tb.sh("git status --porcelain").output == status_before  # index untouched
     assert tb.sh("git diff --cached --name-only").output == ""
+    # (the clone is removed after: in the local sandbox mktemp makes it in the host's /tmp)
     applies = tb.sh(
-        'c=$(mktemp -d) && git clone -q . "$c/clone" && cd "$c/clone" && '
-        'git apply --check "$HOME/model.patch"'
+        'c=$(mktemp -d) && git clone -q . "$c/clone" && '
+        '(cd "$c/clone" && git apply --check "$HOME/model.patch"); s=$?; rm -rf "$c"; [ "$s" = 0 ]'
     )
     assert applies.ok, applies.output
 
