@@ -257,8 +257,9 @@ DIFF_TRICKS = {
         "git replace $(git rev-parse HEAD) $(echo fake | git -c user.name=x -c user.email=x@y "
         "commit-tree $(git hash-object -w -t tree /dev/null))"
     ),
+    # Beside the repository: the local sandbox's is the test's own folder, not the host's /tmp.
     "core.worktree pointing elsewhere": (
-        "mkdir -p /tmp/elsewhere && git config core.worktree /tmp/elsewhere"
+        'mkdir -p ../elsewhere && git config core.worktree "$(cd ../elsewhere && pwd -P)"'
     ),
     "a system config": "git config --system diff.noprefix true",
 }
