@@ -182,25 +182,24 @@ def test_the_ladder_runs_seven_distinct_rows_on_the_bundled_example(
         data: dict[str, Any] = json.loads(path.read_text())
         return data
 
-    # No minimisation: the first failing input generated, unshrunk; with it: shrunk.
+    # No minimisation: the first failing input generated, unshrunk; with it: shrunk. Each row
+    # draws its own inputs (a random run seed). Shrinking ends in a local minimum: a list of
+    # four 0s and 1s ([0, 0, 1, 0], [1, 0, 0, 1]) or a longer one ([0, 0, 0, 1, 0, 0], 15
+    # tokens, where a generated list of four numbers has 11). So what a minimising row promises
+    # is the fewest tokens: never more than the input Hypothesis shrank to; the row without
+    # minimisation shrinks nothing.
     fed = {}
     for row in ("property", "property-min", "filter"):
-        (selection,) = [r["selection"] for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
+        (chosen,) = [r for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
+        selection = chosen["selection"]
         assert selection["result"]["nodeid"] == ISSUE
         fed[row] = values(selection["input"])
-    # Each row draws its own inputs (a random run seed). Shrinking ends in a local minimum: a
-    # list of four 0s and 1s ([0, 0, 1, 0], [1, 0, 0, 1]) or a longer one ([0, 0, 0, 1, 0, 0],
-    # 15 tokens, where a generated list of four numbers has 11). So what a minimising row
-    # promises is the fewest tokens: never more than the input Hypothesis shrank to; the row
-    # without minimisation shrinks nothing.
-    for row in ("property", "property-min", "filter"):
-        (chosen,) = [r for r in traj(row)["pgs"]["rounds"] if r.get("selection")]
         (issue,) = [r for r in chosen["report"]["results"] if r["nodeid"] == ISSUE]
         shrunk = [p["tokens"] for p in issue.get("pool") or [] if p["source"] == "shrunk"]
         if row == "property":
             assert shrunk == [], shrunk
             continue
-        assert shrunk and chosen["selection"]["tokens"] <= min(shrunk), (row, fed[row], shrunk)
+        assert shrunk and selection["tokens"] <= min(shrunk), (row, fed[row], shrunk)
         assert fed["property"] != fed[row]
     assert max(map(abs, fed["property"])) > 1
     assert f"Input: values={fed['property']!r}" in traj("property")["pgs"]["rounds"][0]["feedback"]
