@@ -74,11 +74,16 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_the_demo_without_docker(
     source = source_tree(tmp_path / "src")
     dist = tmp_path / "dist"
     fast = uv()
+    # uv leaves a lock file per source folder in the temporary folder (uv-setuptools-*.lock):
+    # the test's own, removed with it.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    tools_env = {**os.environ, "TMPDIR": str(scratch)}
     if fast:
         build = [*fast, "build", "--wheel", "-q", "--native-tls", "--out-dir", str(dist), "."]
     else:
         build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), "."]
-    built = run(build, cwd=source)
+    built = run(build, cwd=source, env=tools_env)
     installed(built, "building the wheel")
     (wheel,) = dist.glob("pgs_agent-*.whl")
     with zipfile.ZipFile(wheel) as z:
@@ -100,7 +105,7 @@ def test_the_wheel_installed_in_a_fresh_venv_runs_the_demo_without_docker(
         install = [*fast, "pip", "install", "-q", "--native-tls", "--python", python, str(wheel)]
     else:
         install = [python, "-m", "pip", "install", "-q", str(wheel)]
-    installed(run(install), "installing the wheel")
+    installed(run(install, env=tools_env), "installing the wheel")
 
     # Not activated: PATH is the user's, without the venv; no checkout on PYTHONPATH.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
