@@ -329,10 +329,12 @@ def probe_repo(tmp_path_factory: pytest.TempPathFactory, host_listeners: Any) ->
 
 
 def run(client: Any, image: str, command: str) -> str:
-    container = client.containers.run(
-        image, ["bash", "-c", command], detach=True, network_mode="none", labels=labels()
+    # Created, then started inside the try: a start the daemon refuses leaves no container.
+    container = client.containers.create(
+        image, ["bash", "-c", command], network_mode="none", labels=labels()
     )
     try:
+        container.start()
         assert container.wait(timeout=120)["StatusCode"] == 0
         return str(container.logs(stderr=False).decode())
     finally:

@@ -111,10 +111,12 @@ def six_image(base_image: str, six_repo: Path, run_id: str) -> images.RepoImage:
 
 
 def _run(client: Any, image: str, script: str, run_id: str) -> tuple[int, str]:
-    container = client.containers.run(
-        image, ["bash", "-c", script], detach=True, network_mode="none", labels=labels(run_id)
+    # Created, then started inside the try: a start the daemon refuses leaves no container.
+    container = client.containers.create(
+        image, ["bash", "-c", script], network_mode="none", labels=labels(run_id)
     )
     try:
+        container.start()
         code = container.wait(timeout=120)["StatusCode"]
         return code, container.logs().decode()
     finally:

@@ -99,10 +99,14 @@ def uploaded(page: dict[str, Any], version: str) -> str:
 
 
 def installed(client: Any, tag: str) -> list[str]:
-    output = client.containers.run(
-        tag, ["python", "-c", VERSIONS], remove=True, network_mode="none"
-    )
-    return str(output.decode()).split()
+    # Created, then started inside the try: a start the daemon refuses leaves no container.
+    container = client.containers.create(tag, ["python", "-c", VERSIONS], network_mode="none")
+    try:
+        container.start()
+        assert container.wait(timeout=120)["StatusCode"] == 0, container.logs().decode()
+        return str(container.logs(stderr=False).decode()).split()
+    finally:
+        container.remove(force=True)
 
 
 @pytest.fixture(scope="module")

@@ -207,7 +207,8 @@ def test_the_helper_comes_on_stdin_and_a_link_at_its_path_is_replaced_not_follow
     from envs.channel import helper_files
     from envs.docker_sandbox import HELPER_DIR
 
-    planted = docker_client.containers.run(
+    # Created, then started inside the try: a start the daemon refuses leaves no container.
+    planted = docker_client.containers.create(
         base_image,
         [
             "sh",
@@ -215,9 +216,9 @@ def test_the_helper_comes_on_stdin_and_a_link_at_its_path_is_replaced_not_follow
             f"mkdir -p {HELPER_DIR} && echo kept > /tmp/target && "
             f"ln -s /tmp/target {HELPER_DIR}/pgs_helper.py",
         ],
-        detach=True,
     )
     try:
+        planted.start()
         planted.wait(timeout=60)
         image = planted.commit(repository="pgs-test-linked-helper", tag=uuid.uuid4().hex[:8])
     finally:
