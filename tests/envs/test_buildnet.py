@@ -25,6 +25,7 @@ from envs.images import RepoImageSpec, build_repo_image
 from envs.images.buildnet import build_env
 from envs.images.buildproxy import BuildProxy, Index, refused
 from envs.images.snapshot import JSON_TYPE
+from tests.support.containers import one_off
 from tests.support.repos import make_repo
 from tests.support.textutil import cli_error
 
@@ -329,16 +330,11 @@ def probe_repo(tmp_path_factory: pytest.TempPathFactory, host_listeners: Any) ->
 
 
 def run(client: Any, image: str, command: str) -> str:
-    # Created, then started inside the try: a start the daemon refuses leaves no container.
-    container = client.containers.create(
-        image, ["bash", "-c", command], network_mode="none", labels=labels()
-    )
-    try:
-        container.start()
+    with one_off(
+        client, image, ["bash", "-c", command], network_mode="none", labels=labels()
+    ) as container:
         assert container.wait(timeout=120)["StatusCode"] == 0
         return str(container.logs(stderr=False).decode())
-    finally:
-        container.remove(force=True)
 
 
 def test_the_build_reaches_the_index_and_not_the_host_and_stores_nothing_of_it(

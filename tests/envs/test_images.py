@@ -21,6 +21,7 @@ from envs import images
 from envs.docker_util import LABEL, RUN_LABEL, labels
 from envs.errors import DockerUnavailable, EnvError, ImageBuildError, NotAGitRepository
 from envs.images import RepoImageSpec, build_repo_image
+from tests.support.containers import one_off
 from tests.support.repos import git, make_repo
 
 # -- no Docker needed ---------------------------------------------------------------------------
@@ -111,16 +112,11 @@ def six_image(base_image: str, six_repo: Path, run_id: str) -> images.RepoImage:
 
 
 def _run(client: Any, image: str, script: str, run_id: str) -> tuple[int, str]:
-    # Created, then started inside the try: a start the daemon refuses leaves no container.
-    container = client.containers.create(
-        image, ["bash", "-c", script], network_mode="none", labels=labels(run_id)
-    )
-    try:
-        container.start()
+    with one_off(
+        client, image, ["bash", "-c", script], network_mode="none", labels=labels(run_id)
+    ) as container:
         code = container.wait(timeout=120)["StatusCode"]
         return code, container.logs().decode()
-    finally:
-        container.remove(force=True)
 
 
 def test_repo_image_holds_the_repo_at_its_commit_with_deps(

@@ -25,6 +25,7 @@ from envs.images import RepoImageSpec, build_repo_image, detect_dependencies
 from envs.images.build import image_labels
 from envs.images.buildnet import SOCKET_NAME, build_network
 from envs.images.snapshot import JSON_TYPE, exact_pins, file_version
+from tests.support.containers import one_off
 from tests.support.textutil import SUBMIT, bash, cli_error, run_argv
 
 #: The commit's date: iniconfig has releases on both sides of it (2.0.0 in 2023, 2.1.0 in 2025)
@@ -99,14 +100,9 @@ def uploaded(page: dict[str, Any], version: str) -> str:
 
 
 def installed(client: Any, tag: str) -> list[str]:
-    # Created, then started inside the try: a start the daemon refuses leaves no container.
-    container = client.containers.create(tag, ["python", "-c", VERSIONS], network_mode="none")
-    try:
-        container.start()
+    with one_off(client, tag, ["python", "-c", VERSIONS], network_mode="none") as container:
         assert container.wait(timeout=120)["StatusCode"] == 0, container.logs().decode()
         return str(container.logs(stderr=False).decode()).split()
-    finally:
-        container.remove(force=True)
 
 
 @pytest.fixture(scope="module")

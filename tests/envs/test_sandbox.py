@@ -24,6 +24,7 @@ from envs.errors import (
 )
 from envs.local import LocalSandbox
 from envs.sandbox import Sandbox
+from tests.support.containers import one_off
 from tests.support.repos import git
 
 
@@ -207,22 +208,13 @@ def test_the_helper_comes_on_stdin_and_a_link_at_its_path_is_replaced_not_follow
     from envs.channel import helper_files
     from envs.docker_sandbox import HELPER_DIR
 
-    # Created, then started inside the try: a start the daemon refuses leaves no container.
-    planted = docker_client.containers.create(
-        base_image,
-        [
-            "sh",
-            "-c",
-            f"mkdir -p {HELPER_DIR} && echo kept > /tmp/target && "
-            f"ln -s /tmp/target {HELPER_DIR}/pgs_helper.py",
-        ],
+    plant = (
+        f"mkdir -p {HELPER_DIR} && echo kept > /tmp/target && "
+        f"ln -s /tmp/target {HELPER_DIR}/pgs_helper.py"
     )
-    try:
-        planted.start()
+    with one_off(docker_client, base_image, ["sh", "-c", plant]) as planted:
         planted.wait(timeout=60)
         image = planted.commit(repository="pgs-test-linked-helper", tag=uuid.uuid4().hex[:8])
-    finally:
-        planted.remove(force=True)
     started = int(time.time()) - 1
     try:
         with DockerSandbox(DockerSandboxConfig(image=image.id)) as box:
